@@ -1,0 +1,480 @@
+"""The embedded backend: a pyoxigraph store on disk (or in memory).
+
+Layout inside the store:
+- the knowledge graph in the default graph;
+- ``<urn:tog:names>``: one ``?e <urn:tog:key> "normalised name"`` per entity
+  name, the index that entity linking looks names up in;
+- ``<urn:tog:meta>``: store settings (name predicates) and load checkpoints;
+- ``<urn:tog:run:ID>``: one named graph per reasoning run (path nodes).
+
+Every statement lives in ``sparql/*.rq``; batches enter through
+:func:`engine.queries.sparql_values` only.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from engine.errors import StoreError, UnknownRunError
+from engine.graph import (
+    DEFAULT_NAME_PREDICATES,
+    DEFAULT_POLICY,
+    Candidate,
+    Node,
+    PathRecord,
+    Relation,
+    RelationPolicy,
+    RunInfo,
+    RunTree,
+    local_name,
+)
+from engine.queries import render, sparql
+
+NAMES_GRAPH = ox.NamedNode("urn:tog:names")
+META_GRAPH = ox.NamedNode("urn:tog:meta")
+META = ox.NamedNode("urn:tog:meta")
+KEY = ox.NamedNode("urn:tog:key")
+VOCAB = "urn:tog:vocab:"
+RUN_PREFIX = "urn:tog:run:"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+def _v(name: str) -> ox.NamedNode:
+    return ox.NamedNode(VOCAB + name)
+
+
+RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+NAME_PREDICATE = _v("namePredicate")
+BATCH = 400  # VALUES rows per query: keeps query texts small and plans simple
+
+
+def _chunks(items: Sequence, size: int = BATCH) -> Iterable[Sequence]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def _lang_rank(term: ox.Literal | ox.NamedNode | None) -> int:
+    """Lower is better: English, then no language, then anything else."""
+    if not isinstance(term, ox.Literal):
+        return 9
+    lang = (term.language or "").lower()
+    if lang == "en":
+        return 0
+    if lang.startswith("en-"):
+        return 1
+    if not lang:
+        return 2
+    return 3
+
+
+def literal_id(term: ox.Literal) -> str:
+    """The id of a literal node: its N-Triples form."""
+    return str(term)
+
+
+def literal_from_id(text: str) -> ox.Literal:
+    quad = next(iter(ox.parse(f"<urn:x> <urn:x> {text} .", ox.RdfFormat.N_TRIPLES)))
+    return quad.object
+
+
+def _term(node_id: str, literal: bool) -> ox.NamedNode | ox.Literal:
+    return literal_from_id(node_id) if literal else ox.NamedNode(node_id)
+
+
+class OxigraphGraph:
+    """``KnowledgeGraph`` over pyoxigraph.  ``path=None`` gives an in-memory store."""
+
+    capabilities = frozenset({"runs", "bulk_load", "named_graphs"})
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        create: bool = False,
+        policy: RelationPolicy = DEFAULT_POLICY,
+    ) -> None:
+        self.path = Path(path) if path is not None else None
+        if self.path is not None and not create and not self.path.exists():
+            raise StoreError(f"no store at {self.path}: create one with `tog load FILE --store {self.path}`")
+        try:
+            self.store = ox.Store(str(self.path)) if self.path is not None else ox.Store()
+        except OSError as e:
+            raise StoreError(f"cannot open the store at {self.path}: {e}") from e
+        self.policy = policy
+        self.lookups = 0
+        self.seconds = 0.0
+        self._name_predicates: tuple[str, ...] | None = None
+
+    # -- plumbing ---------------------------------------------------------
+    def _query(self, text: str, **kwargs):
+        started = time.perf_counter()
+        try:
+            return list(self.store.query(text, **kwargs))
+        finally:
+            self.lookups += 1
+            self.seconds += time.perf_counter() - started
+
+    def close(self) -> None:
+        try:
+            self.store.flush()
+        except OSError:
+            pass
+        del self.store
+
+    def __enter__(self) -> OxigraphGraph:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- settings ---------------------------------------------------------
+    @property
+    def name_predicates(self) -> tuple[str, ...]:
+        if self._name_predicates is None:
+            stored = [q.object.value for q in self.store.quads_for_pattern(META, NAME_PREDICATE, None, META_GRAPH)]
+            self._name_predicates = tuple(stored) or DEFAULT_NAME_PREDICATES
+        return self._name_predicates
+
+    def set_name_predicates(self, predicates: Sequence[str]) -> None:
+        """Remember which predicates carry names (added to what is there)."""
+        merged = tuple(dict.fromkeys([*self.name_predicates_stored(), *predicates]))
+        self.store.extend(ox.Quad(META, NAME_PREDICATE, ox.NamedNode(p), META_GRAPH) for p in merged)
+        self._name_predicates = None
+
+    def name_predicates_stored(self) -> list[str]:
+        return [q.object.value for q in self.store.quads_for_pattern(META, NAME_PREDICATE, None, META_GRAPH)]
+
+    def _name_terms(self) -> list[tuple[ox.NamedNode]]:
+        return [(ox.NamedNode(p),) for p in self.name_predicates]
+
+    def _pick_names(self, rows: Iterable[tuple[str, str | None, object]]) -> dict[str, str]:
+        """Best name per id from (id, name predicate, literal) rows."""
+        order = {p: i for i, p in enumerate(self.name_predicates)}
+        best: dict[str, tuple[tuple[int, int], str]] = {}
+        for key, pred, lit in rows:
+            if not isinstance(lit, ox.Literal) or pred is None:
+                continue
+            rank = (_lang_rank(lit), order.get(pred, 99))
+            if key not in best or rank < best[key][0]:
+                best[key] = (rank, lit.value)
+        return {k: v[1] for k, v in best.items()}
+
+    # -- KnowledgeGraph ---------------------------------------------------
+    def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
+        out: dict[str, list[Relation]] = {e: [] for e in entities}
+        iris = [e for e in entities if not e.startswith('"')]
+        for part in _chunks(iris):
+            values = render("relations", entities=_rows(part))
+            for row in self._query(values):
+                pred = row["p"].value
+                if self.policy.allows(pred):
+                    out[row["e"].value].append(Relation(pred, row["dir"].value))
+        for rels in out.values():
+            rels.sort(key=lambda r: (r.id, r.direction))
+        return out
+
+    def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100) -> list[Candidate]:
+        names = self._name_terms()
+        found: dict[tuple[str, Relation], dict[str, list]] = defaultdict(dict)
+        for direction in ("out", "in"):
+            pairs = [(ox.NamedNode(e), ox.NamedNode(r.id)) for e, r in requests
+                     if r.direction == direction and not e.startswith('"')]
+            for part in _chunks(pairs):
+                text = render(f"expand_{direction}", pairs=_sparql_rows(part), names=_sparql_rows(names))
+                for row in self._query(text):
+                    key = (row["e"].value, Relation(row["p"].value, direction))
+                    x = row["x"]
+                    xid = literal_id(x) if isinstance(x, ox.Literal) else x.value
+                    slot = found[key].setdefault(xid, [x, []])
+                    np = row["np"]
+                    if np is not None:
+                        slot[1].append((xid, np.value, row["name"]))
+        candidates: list[Candidate] = []
+        unnamed: list[tuple[tuple[str, Relation], str]] = []
+        for (source, rel) in requests:
+            seen = found.get((source, rel), {})
+            for xid in sorted(seen)[: max(limit * 4, limit)]:
+                term, name_rows = seen[xid]
+                if isinstance(term, ox.Literal):
+                    dtype = term.datatype.value if term.datatype else None
+                    candidates.append(Candidate(source, rel, Node(xid, term.value, True, dtype)))
+                    continue
+                if isinstance(term, ox.BlankNode):
+                    continue
+                name = self._pick_names(name_rows).get(xid)
+                if name is None:
+                    unnamed.append(((source, rel), xid))
+                    continue
+                candidates.append(Candidate(source, rel, Node(xid, name)))
+        candidates.extend(self._look_through(unnamed, limit))
+        # keep at most `limit` per request, in a stable order
+        per: dict[tuple[str, Relation], int] = defaultdict(int)
+        kept = []
+        for c in candidates:
+            k = (c.source, c.relation)
+            if per[k] < limit:
+                per[k] += 1
+                kept.append(c)
+        return kept
+
+    def _look_through(self, unnamed: list[tuple[tuple[str, Relation], str]], limit: int) -> list[Candidate]:
+        """Present unnamed nodes (Freebase CVTs) by their named neighbours:
+        ``source --r1--> (cvt) --r2--> named`` becomes one candidate."""
+        if not unnamed:
+            return []
+        cvts = sorted({x for _, x in unnamed})
+        rels = self.relations(cvts)
+        requests = [(x, r) for x in cvts for r in rels.get(x, []) if r.direction == "out"]
+        if not requests:
+            return []
+        second = self._expand_named(requests, limit)
+        out = []
+        for (source, rel), cvt in unnamed:
+            for c in second.get(cvt, []):
+                if c.node.id == source:
+                    continue
+                out.append(Candidate(source, rel, c.node, via=(c.relation,)))
+        return out
+
+    def _expand_named(self, requests: list[tuple[str, Relation]], limit: int) -> dict[str, list[Candidate]]:
+        names = self._name_terms()
+        by_source: dict[str, list[Candidate]] = defaultdict(list)
+        pairs = [(ox.NamedNode(e), ox.NamedNode(r.id)) for e, r in requests]
+        for part in _chunks(pairs):
+            text = render("expand_out", pairs=_sparql_rows(part), names=_sparql_rows(names))
+            rows: dict[tuple[str, str, str], list] = {}
+            for row in self._query(text):
+                x = row["x"]
+                xid = literal_id(x) if isinstance(x, ox.Literal) else x.value
+                key = (row["e"].value, row["p"].value, xid)
+                slot = rows.setdefault(key, [x, []])
+                if row["np"] is not None:
+                    slot[1].append((xid, row["np"].value, row["name"]))
+            for (e, p, xid), (term, name_rows) in sorted(rows.items()):
+                if isinstance(term, ox.Literal):
+                    node = Node(xid, term.value, True, term.datatype.value if term.datatype else None)
+                else:
+                    name = self._pick_names(name_rows).get(xid)
+                    if name is None:
+                        continue
+                    node = Node(xid, name)
+                if len(by_source[e]) < limit:
+                    by_source[e].append(Candidate(e, Relation(p, "out"), node))
+        return by_source
+
+    def labels(self, ids: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        iris = [i for i in dict.fromkeys(ids) if not i.startswith('"')]
+        for i in ids:
+            if i.startswith('"'):
+                out[i] = literal_from_id(i).value
+        for part in _chunks(iris):
+            text = render("labels", entities=_rows(part), names=_sparql_rows(self._name_terms()))
+            rows = [(r["e"].value, r["np"].value, r["name"]) for r in self._query(text)]
+            out.update(self._pick_names(rows))
+        return out
+
+    def search_entities(self, keys: Sequence[str]) -> dict[str, list[Node]]:
+        found: dict[str, list[str]] = defaultdict(list)
+        uniq = list(dict.fromkeys(k for k in keys if k))
+        for part in _chunks(uniq):
+            text = render("lookup_names", keys=_sparql_rows([(ox.Literal(k),) for k in part]))
+            for row in self._query(text):
+                found[row["key"].value].append(row["e"].value)
+        names = self.labels([e for ents in found.values() for e in ents])
+        return {k: [Node(e, names.get(e, local_name(e))) for e in sorted(set(v))] for k, v in found.items()}
+
+    def has_entity(self, entity: str) -> bool:
+        node = ox.NamedNode(entity)
+        self.lookups += 1
+        for _ in self.store.quads_for_pattern(node, None, None, ox.DefaultGraph()):
+            return True
+        for _ in self.store.quads_for_pattern(None, None, node, ox.DefaultGraph()):
+            return True
+        return False
+
+    def stats(self) -> dict:
+        triples = self._query(sparql("count"))[0]["n"].value
+        keys = sum(1 for _ in self.store.quads_for_pattern(None, KEY, None, NAMES_GRAPH))
+        return {"triples": int(triples), "names": keys, "runs": len(self.runs())}
+
+    # -- writing (used by loaders) -----------------------------------------
+    def bulk_load_ntriples(self, data: bytes, fmt: ox.RdfFormat = ox.RdfFormat.N_TRIPLES) -> None:
+        """Load N-Triples bytes straight through Oxigraph's bulk loader.
+        Raises ``SyntaxError`` (and writes nothing) when a line is malformed."""
+        self.store.bulk_load(data, fmt)
+
+    def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
+        self.store.bulk_extend(quads)
+
+    def index_names(self, pairs: Iterable[tuple[str, str]]) -> int:
+        """Add (entity IRI, normalised name) pairs to the linking index."""
+        # Keys are name_key() output (word characters and single spaces) and
+        # IRIs come from parsed terms, so this N-Quads text needs no escaping;
+        # bulk_load re-validates every term anyway.
+        lines = [f'<{e}> <urn:tog:key> "{k}" <urn:tog:names> .\n' for e, k in pairs if k]
+        if lines:
+            self.store.bulk_load("".join(lines).encode("utf-8"), ox.RdfFormat.N_QUADS)
+        return len(lines)
+
+    def checkpoint(self, source: str) -> dict:
+        subject = ox.NamedNode("urn:tog:load:" + source)
+        out = {}
+        for q in self.store.quads_for_pattern(subject, None, None, META_GRAPH):
+            out[local_name(q.predicate.value).split(":")[-1]] = q.object.value
+        return out
+
+    def set_checkpoint(self, source_key: str, **values: object) -> None:
+        subject = ox.NamedNode("urn:tog:load:" + source_key)
+        for key, value in values.items():
+            pred = _v(key)
+            for q in list(self.store.quads_for_pattern(subject, pred, None, META_GRAPH)):
+                self.store.remove(q)
+            self.store.add(ox.Quad(subject, pred, ox.Literal(str(value)), META_GRAPH))
+        self.store.flush()
+
+    # -- runs ---------------------------------------------------------------
+    def start_run(self, run: RunInfo) -> None:
+        g = ox.NamedNode(RUN_PREFIX + run.id)
+        r = g
+        quads = [
+            ox.Quad(r, RDF_TYPE, _v("Run"), g),
+            ox.Quad(r, _v("question"), ox.Literal(run.question), g),
+            ox.Quad(r, _v("started"), ox.Literal(run.started, datatype=ox.NamedNode(XSD + "dateTime")), g),
+            ox.Quad(r, _v("status"), ox.Literal(run.status), g),
+            ox.Quad(r, _v("method"), ox.Literal(run.method), g),
+            ox.Quad(r, _v("config"), ox.Literal(json.dumps(run.config, sort_keys=True)), g),
+        ]
+        self.store.extend(quads)
+
+    def record_step(self, run_id: str, paths: Sequence[PathRecord]) -> None:
+        g = ox.NamedNode(RUN_PREFIX + run_id)
+        quads = []
+        for p in paths:
+            node = ox.NamedNode(f"{RUN_PREFIX}{run_id}/{p.id}")
+            quads += [
+                ox.Quad(node, RDF_TYPE, _v("Path"), g),
+                ox.Quad(node, _v("depth"), ox.Literal(p.depth), g),
+                ox.Quad(node, _v("at"), _term(p.entity, p.literal), g),
+                ox.Quad(node, _v("name"), ox.Literal(p.name), g),
+                ox.Quad(node, _v("kept"), ox.Literal(p.kept), g),
+                ox.Quad(node, _v("literal"), ox.Literal(p.literal), g),
+            ]
+            if p.parent is None:
+                quads.append(ox.Quad(g, _v("root"), node, g))
+            else:
+                quads.append(ox.Quad(node, _v("parent"), ox.NamedNode(f"{RUN_PREFIX}{run_id}/{p.parent}"), g))
+            if p.relation is not None:
+                quads.append(ox.Quad(node, _v("relation"), ox.NamedNode(p.relation), g))
+                quads.append(ox.Quad(node, _v("direction"), ox.Literal(p.direction or "out"), g))
+            if p.via:
+                quads.append(ox.Quad(node, _v("via"), ox.Literal(" ".join(p.via)), g))
+            if p.score is not None:
+                quads.append(ox.Quad(node, _v("score"), ox.Literal(float(p.score)), g))
+        # kept flags may change between steps (a path kept at depth 1 can be
+        # dropped later): replace the old values of the nodes we rewrite.
+        for p in paths:
+            node = ox.NamedNode(f"{RUN_PREFIX}{run_id}/{p.id}")
+            for q in list(self.store.quads_for_pattern(node, _v("kept"), None, g)):
+                self.store.remove(q)
+        self.store.extend(quads)
+
+    def finish_run(self, run: RunInfo) -> None:
+        g = ox.NamedNode(RUN_PREFIX + run.id)
+        for pred in ("status", "answer", "stats", "finished"):
+            for q in list(self.store.quads_for_pattern(g, _v(pred), None, g)):
+                self.store.remove(q)
+        quads = [
+            ox.Quad(g, _v("status"), ox.Literal(run.status), g),
+            ox.Quad(g, _v("answer"), ox.Literal(json.dumps(run.answer)), g),
+            ox.Quad(g, _v("stats"), ox.Literal(json.dumps(run.stats, sort_keys=True)), g),
+        ]
+        if run.finished:
+            quads.append(ox.Quad(g, _v("finished"), ox.Literal(run.finished, datatype=ox.NamedNode(XSD + "dateTime")), g))
+        self.store.extend(quads)
+        self.store.flush()
+
+    def runs(self) -> list[RunInfo]:
+        out = []
+        for row in self._query(sparql("runs")):
+            out.append(RunInfo(
+                id=row["g"].value[len(RUN_PREFIX):],
+                question=row["question"].value,
+                started=row["started"].value,
+                status=row["status"].value,
+                method=row["method"].value,
+                answer=json.loads(row["answer"].value) if row["answer"] is not None else [],
+                finished=row["finished"].value if row["finished"] is not None else None,
+            ))
+        return out
+
+    def run(self, run_id: str) -> RunTree:
+        g = ox.NamedNode(RUN_PREFIX + run_id)
+        rows = self._query(sparql("run_header"), substitutions={ox.Variable("g"): g})
+        if not rows:
+            raise UnknownRunError(f"no run {run_id!r} in this store (see `tog runs list`)")
+        h = rows[0]
+        info = RunInfo(
+            id=run_id,
+            question=h["question"].value,
+            started=h["started"].value,
+            status=h["status"].value,
+            method=h["method"].value,
+            config=json.loads(h["config"].value),
+            answer=json.loads(h["answer"].value) if h["answer"] is not None else [],
+            stats=json.loads(h["stats"].value) if h["stats"] is not None else {},
+            finished=h["finished"].value if h["finished"] is not None else None,
+        )
+        prefix = f"{RUN_PREFIX}{run_id}/"
+        paths = []
+        for row in self._query(sparql("run_paths"), substitutions={ox.Variable("g"): g}):
+            at = row["at"]
+            literal = row["literal"].value == "true"
+            paths.append(PathRecord(
+                id=row["path"].value[len(prefix):],
+                depth=int(row["depth"].value),
+                entity=literal_id(at) if literal else at.value,
+                name=row["name"].value,
+                parent=row["parent"].value[len(prefix):] if row["parent"] is not None else None,
+                relation=row["relation"].value if row["relation"] is not None else None,
+                direction=row["direction"].value if row["direction"] is not None else None,
+                via=tuple(row["via"].value.split()) if row["via"] is not None else (),
+                score=float(row["score"].value) if row["score"] is not None else None,
+                kept=row["kept"].value == "true",
+                literal=literal,
+            ))
+        paths.sort(key=lambda p: (p.depth, _natural(p.id)))
+        return RunTree(info, paths)
+
+    def prune_runs(self, older_than: str) -> int:
+        """Drop every run started before ``older_than`` (ISO timestamp)."""
+        dropped = 0
+        for run in self.runs():
+            if run.started < older_than:
+                self.store.remove_graph(ox.NamedNode(RUN_PREFIX + run.id))
+                dropped += 1
+        self.store.flush()
+        return dropped
+
+
+def _natural(path_id: str) -> tuple[int, str]:
+    digits = "".join(c for c in path_id if c.isdigit())
+    return (int(digits) if digits else 0, path_id)
+
+
+def _rows(iris: Iterable[str]) -> str:
+    from engine.queries import sparql_values
+
+    return sparql_values((ox.NamedNode(i),) for i in iris)
+
+
+def _sparql_rows(rows: Iterable[Sequence[object]]) -> str:
+    from engine.queries import sparql_values
+
+    return sparql_values(rows)

@@ -1,0 +1,35 @@
+"""The project's exceptions: one root, a subclass per thing that can go wrong.
+
+The CLI turns every :class:`TogError` into one clear line and a non-zero exit
+code; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class TogError(Exception):
+    """Root of every error this project raises on purpose."""
+
+
+class StoreError(TogError):
+    """The knowledge-graph store is missing, locked or unusable."""
+
+
+class LoadError(TogError):
+    """A load could not go on (unreadable file, too many bad lines, ...)."""
+
+
+class UnknownEntityError(TogError):
+    """A topic entity named by the user or found in a question is not in the KG."""
+
+
+class QuestionError(TogError):
+    """The question itself is unusable (empty, no topic entity found, ...)."""
+
+
+class UnknownRunError(TogError):
+    """No reasoning run has that id."""
+
+
+class UnknownComponentError(TogError):
+    """A pruner, reasoner, method or backend name that is not registered."""

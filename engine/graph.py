@@ -1,0 +1,221 @@
+"""The ``KnowledgeGraph`` protocol and the small records that cross it.
+
+A backend answers a whole beam step in one round trip: ``relations`` takes
+every frontier entity at once and ``expand`` every chosen (entity, relation)
+pair at once.  Capability flags tell the engine what a backend cannot do; the
+engine never checks a backend's class.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+Direction = Literal["out", "in"]
+
+RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
+FREEBASE_NS = "http://rdf.freebase.com/ns/"
+DEFAULT_NAME_PREDICATES: tuple[str, ...] = (
+    RDFS_LABEL,
+    FREEBASE_NS + "type.object.name",
+    "http://schema.org/name",
+    "https://schema.org/name",
+    "http://www.w3.org/2004/02/skos/core#prefLabel",
+)
+# Entities and relations of delimited files (MetaQA, TSV) get IRIs in these
+# namespaces; the text after the prefix is the node or relation text, quoted.
+ENTITY_NS = "urn:tog:e:"
+RELATION_NS = "urn:tog:r:"
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """A KG relation seen from one entity: ``out`` when the entity is the
+    subject of the triple, ``in`` when it is the object."""
+
+    id: str
+    direction: Direction = "out"
+
+    @property
+    def text(self) -> str:
+        return relation_text(self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """An entity (IRI) or a literal value; ``name`` is what people read."""
+
+    id: str
+    name: str
+    literal: bool = False
+    datatype: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One edge found by ``expand``: ``source --relation--> node``.
+
+    ``via`` holds the extra hops when the direct neighbour was an unnamed
+    compound node (a Freebase CVT) that the backend looked through.
+    """
+
+    source: str
+    relation: Relation
+    node: Node
+    via: tuple[Relation, ...] = ()
+
+    @property
+    def relation_text(self) -> str:
+        parts = [self.relation.text] + [r.text for r in self.via]
+        return " / ".join(parts)
+
+
+@dataclass(slots=True)
+class PathRecord:
+    """One path node of a reasoning run, as stored in the graph."""
+
+    id: str
+    depth: int
+    entity: str
+    name: str
+    parent: str | None = None
+    relation: str | None = None
+    direction: Direction | None = None
+    via: tuple[str, ...] = ()
+    score: float | None = None
+    kept: bool = True
+    literal: bool = False
+
+
+@dataclass(slots=True)
+class RunInfo:
+    """A reasoning run's header (what ``tog runs list`` shows)."""
+
+    id: str
+    question: str
+    started: str
+    status: str = "running"
+    method: str = "tog"
+    config: dict = field(default_factory=dict)
+    answer: list[str] = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+    finished: str | None = None
+
+
+@dataclass(slots=True)
+class RunTree:
+    """A whole run: the header and every path node recorded for it."""
+
+    info: RunInfo
+    paths: list[PathRecord]
+
+
+@runtime_checkable
+class KnowledgeGraph(Protocol):
+    """What the search engine needs from a store.  See DESIGN.md."""
+
+    capabilities: frozenset[str]
+
+    def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
+        """Informative relations around each entity, both directions."""
+
+    def expand(
+        self, requests: Sequence[tuple[str, Relation]], limit: int = 100
+    ) -> list[Candidate]:
+        """Neighbours of each (entity, relation) pair, at most ``limit`` each."""
+
+    def labels(self, ids: Sequence[str]) -> dict[str, str]:
+        """Display names for entity ids (English preferred)."""
+
+    def search_entities(self, keys: Sequence[str]) -> dict[str, list[Node]]:
+        """Entities whose normalised name equals each key (see ``name_key``)."""
+
+    def stats(self) -> dict:
+        """Counts of what the store holds."""
+
+    # run state
+    def start_run(self, run: RunInfo) -> None: ...
+    def record_step(self, run_id: str, paths: Sequence[PathRecord]) -> None: ...
+    def finish_run(self, run: RunInfo) -> None: ...
+    def runs(self) -> list[RunInfo]: ...
+    def run(self, run_id: str) -> RunTree: ...
+    def prune_runs(self, older_than: str) -> int: ...
+
+
+# ---------------------------------------------------------------------------
+# Naming helpers shared by loaders, backends and linking.
+
+_PUNCT = re.compile(r"[^\w]+", re.UNICODE)
+
+
+def name_key(text: str) -> str:
+    """The normalised form under which names are indexed and looked up:
+    accents removed, case folded, punctuation turned into single spaces."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(c for c in text if not unicodedata.combining(c))
+    return " ".join(_PUNCT.sub(" ", text.casefold()).split())
+
+
+def local_name(iri: str) -> str:
+    """The readable tail of an IRI: after ``#``, the last ``/`` or our URN prefixes."""
+    for prefix in (ENTITY_NS, RELATION_NS):
+        if iri.startswith(prefix):
+            from urllib.parse import unquote
+
+            return unquote(iri[len(prefix):])
+    cut = max(iri.rfind("#"), iri.rfind("/"))
+    return iri[cut + 1:] if cut >= 0 else iri
+
+
+def relation_text(iri: str) -> str:
+    """Words for a relation: ``film.film.directed_by`` -> ``film directed by``.
+
+    Freebase ids repeat their type (``domain.type.property``); the property
+    with its type is what carries meaning, so the domain is dropped when it
+    repeats the type's first word.
+    """
+    name = local_name(iri)
+    parts = [p for p in name.split(".") if p]
+    if len(parts) == 3 and parts[1].split("_")[0] == parts[0]:
+        parts = parts[1:]
+    words = " ".join(parts).replace("_", " ").replace("-", " ")
+    words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", words)  # camelCase
+    return " ".join(words.lower().split())
+
+
+@dataclass(frozen=True, slots=True)
+class RelationPolicy:
+    """Which relations carry no meaning for reasoning and are never offered."""
+
+    exclude_prefixes: tuple[str, ...] = ()
+    exclude: frozenset[str] = frozenset()
+
+    def allows(self, relation: str) -> bool:
+        return relation not in self.exclude and not relation.startswith(self.exclude_prefixes)
+
+
+DEFAULT_POLICY = RelationPolicy(
+    exclude_prefixes=(
+        FREEBASE_NS + "type.object.",
+        FREEBASE_NS + "common.",
+        FREEBASE_NS + "freebase.",
+        FREEBASE_NS + "type.type.",
+        FREEBASE_NS + "kg.",
+        FREEBASE_NS + "base.type_ontology.",
+        "http://www.w3.org/2002/07/owl#sameAs",
+        "http://www.w3.org/1999/02/22-rdf-syntax-ns#type",
+        "http://www.w3.org/2004/02/skos/core#",
+        "http://schema.org/description",
+        "http://wikiba.se/ontology#",
+    ),
+    exclude=frozenset(DEFAULT_NAME_PREDICATES),
+)
+
+
+def dedupe(items: Iterable[str]) -> list[str]:
+    """Keep the first occurrence of each item, in order."""
+    return list(dict.fromkeys(items))

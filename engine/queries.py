@@ -1,0 +1,53 @@
+"""Query texts kept as files: ``sparql/*.rq`` and ``cypher/*.cypher``.
+
+Each file is read once.  Values never become query text by string pasting:
+SPARQL statements take single values through pyoxigraph's ``substitutions``
+and batches through :func:`sparql_values`, which writes pyoxigraph term
+objects in their own (escaped, validated) serialisation.  That function is
+the only place where data enters SPARQL text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import cache
+from importlib import resources
+
+
+@cache
+def sparql(name: str) -> str:
+    """The text of ``sparql/<name>.rq``."""
+    return resources.files("sparql").joinpath(f"{name}.rq").read_text(encoding="utf-8")
+
+
+@cache
+def cypher(name: str) -> str:
+    """The text of ``cypher/<name>.cypher``."""
+    return resources.files("cypher").joinpath(f"{name}.cypher").read_text(encoding="utf-8")
+
+
+def sparql_values(rows: Iterable[Sequence[object]]) -> str:
+    """Rows of pyoxigraph terms (NamedNode, Literal, ...) as the body of a
+    SPARQL ``VALUES`` block.  Terms are validated when they are built, and
+    ``str(term)`` is their N-Triples form, so nothing else can leak in."""
+    import pyoxigraph as ox
+
+    out = []
+    for row in rows:
+        for term in row:
+            if not isinstance(term, (ox.NamedNode, ox.Literal)):
+                raise TypeError(f"not a pyoxigraph term: {term!r}")
+        out.append("(" + " ".join(str(t) for t in row) + ")")
+    return "\n    ".join(out)
+
+
+def render(name: str, **blocks: str) -> str:
+    """``sparql(name)`` with each ``{{block}}`` replaced by a VALUES body
+    produced by :func:`sparql_values`."""
+    text = sparql(name)
+    for key, body in blocks.items():
+        marker = "{{" + key + "}}"
+        if marker not in text:
+            raise KeyError(f"sparql/{name}.rq has no {marker}")
+        text = text.replace(marker, body)
+    return text

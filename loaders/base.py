@@ -1,0 +1,136 @@
+"""What every loader shares: opening (compressed) files, format detection,
+bad-line bookkeeping, checkpoints and the final report."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from engine.errors import LoadError
+
+MAX_BAD_SHOWN = 5
+
+# extension (after any .gz/.bz2) -> format name
+FORMATS = {
+    ".nt": "nt", ".ntriples": "nt",
+    ".nq": "nq", ".nquads": "nq",
+    ".ttl": "turtle", ".turtle": "turtle",
+    ".trig": "trig", ".n3": "n3",
+    ".rdf": "xml", ".owl": "xml", ".xml": "xml",
+    ".jsonld": "json-ld", ".json-ld": "json-ld",
+    ".trix": "trix", ".hext": "hext",
+    ".tsv": "tsv", ".txt": "delimited", ".csv": "csv", ".psv": "delimited",
+}
+FORMAT_NAMES = sorted(set(FORMATS.values()))
+
+
+@dataclass
+class LoadReport:
+    """What a load did; printed as the final summary."""
+
+    source: str
+    format: str
+    triples: int = 0
+    lines: int = 0
+    skipped: int = 0
+    names: int = 0
+    bad: list[tuple[int, str]] = field(default_factory=list)
+    seconds: float = 0.0
+    resumed_from: int = 0
+    already_complete: bool = False
+
+    def bad_line(self, line: int, reason: str, max_errors: int) -> None:
+        self.skipped += 1
+        if len(self.bad) < MAX_BAD_SHOWN:
+            self.bad.append((line, reason))
+        if self.skipped > max_errors:
+            raise LoadError(
+                f"{self.source}: more than {max_errors} bad lines (line {line}: {reason}); "
+                "stopped. Fix the file or raise --max-errors; re-running resumes where the load stopped."
+            )
+
+    @property
+    def rate(self) -> float:
+        return self.triples / self.seconds if self.seconds else 0.0
+
+
+def open_binary(path: Path) -> BinaryIO:
+    """The file's bytes, decompressed when it is gzip or bzip2 (by content, not name)."""
+    try:
+        raw = path.open("rb")
+    except OSError as e:
+        raise LoadError(f"cannot read {path}: {e.strerror or e}") from e
+    magic = raw.read(3)
+    raw.seek(0)
+    if magic[:2] == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
+    if magic == b"BZh":
+        return bz2.BZ2File(raw)  # type: ignore[return-value]
+    return raw
+
+
+def raw_position(stream: BinaryIO) -> int:
+    """How far into the file on disk (compressed bytes) ``stream`` has read."""
+    inner = getattr(stream, "fileobj", None) or getattr(stream, "_fp", None)
+    if inner is None and isinstance(stream, bz2.BZ2File):
+        inner = stream._fp  # type: ignore[attr-defined]
+    target = inner if inner is not None else stream
+    try:
+        return target.tell()
+    except (OSError, ValueError, AttributeError):
+        return 0
+
+
+def detect_format(path: Path, given: str | None = None) -> str:
+    """The format named by ``--format`` or guessed from the file name."""
+    if given:
+        if given not in FORMAT_NAMES:
+            raise LoadError(f"unknown format {given!r}; known: {', '.join(FORMAT_NAMES)}")
+        return given
+    suffixes = [s.lower() for s in path.suffixes]
+    while suffixes and suffixes[-1] in (".gz", ".bz2", ".gzip"):
+        suffixes.pop()
+    if suffixes and suffixes[-1] in FORMATS:
+        return FORMATS[suffixes[-1]]
+    raise LoadError(f"cannot tell the format of {path.name}; pass --format ({', '.join(FORMAT_NAMES)})")
+
+
+def source_id(path: Path) -> str:
+    """Identifies a file for checkpoints: its absolute path, size and mtime."""
+    st = path.stat()
+    text = f"{path.resolve()}|{st.st_size}|{int(st.st_mtime)}"
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def read_line_chunks(stream: BinaryIO, chunk_bytes: int, skip_lines: int = 0):
+    """Yield (first line number, lines) with about ``chunk_bytes`` per chunk,
+    after skipping ``skip_lines`` lines (a resumed load)."""
+    lineno = 1
+    while skip_lines > 0:
+        lines = stream.readlines(min(chunk_bytes, 1 << 20))
+        if not lines:
+            return
+        if len(lines) > skip_lines:
+            rest = lines[skip_lines:]
+            lineno += skip_lines
+            skip_lines = 0
+            yield lineno, rest
+            lineno += len(rest)
+            break
+        skip_lines -= len(lines)
+        lineno += len(lines)
+    while True:
+        lines = stream.readlines(chunk_bytes)
+        if not lines:
+            return
+        yield lineno, lines
+        lineno += len(lines)
+
+
+def text_lines(stream: BinaryIO) -> io.TextIOWrapper:
+    return io.TextIOWrapper(stream, encoding="utf-8", errors="strict", newline="")

@@ -1,0 +1,1 @@
+"""SPARQL statements used by the engine, one `.rq` file each (see engine/queries.py)."""
