@@ -1,0 +1,315 @@
+"""The ``tog`` command: a thin layer over the library.
+
+Each command opens the store, calls one library function and prints.  Domain
+errors (:class:`engine.errors.TogError`) become one line on stderr and exit
+code 1; set ``TOG_TRACEBACK=1`` to see the traceback instead.  Heavy imports
+(pyoxigraph, bm25s, tqdm) happen inside commands, and litellm is never
+imported here, so ``tog --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from engine.errors import TogError
+
+DEFAULT_STORE = ".tog/store"
+
+
+def _fail_cleanly(fn):
+    """Turn domain errors into one clear line (and Ctrl-C into exit 130)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TogError as e:
+            if os.environ.get("TOG_TRACEBACK"):
+                raise
+            raise click.ClickException(str(e)) from e
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted; the store is consistent. Re-run the same command to go on.", err=True)
+            sys.exit(130)
+
+    return wrapper
+
+
+store_option = click.option(
+    "--store", "store", type=click.Path(path_type=Path), envvar="TOG_STORE",
+    default=DEFAULT_STORE, show_default=True, show_envvar=True,
+    help="Directory of the embedded Oxigraph store.",
+)
+
+
+def search_options(fn):
+    """Options shared by `ask` and `eval`."""
+    options = [
+        click.option("--width", "-n", type=click.IntRange(1, 50), default=3, show_default=True,
+                     help="Beam width N: paths kept per depth."),
+        click.option("--depth", "-d", type=click.IntRange(1, 10), default=3, show_default=True,
+                     help="Maximum search depth D."),
+        click.option("--method", type=click.Choice(["tog", "tog-r"]), default="tog", show_default=True,
+                     help="ToG scores entities; ToG-R keeps relation chains and samples entities."),
+        click.option("--pruner", type=click.Choice(["bm25", "random"]), default="bm25", show_default=True,
+                     help="How candidate paths are scored."),
+        click.option("--threshold", type=click.FloatRange(0, 1), default=0.9, show_default=True,
+                     help="Stop as soon as the judge's reward reaches this."),
+        click.option("--max-candidates", type=click.IntRange(1), default=100, show_default=True,
+                     help="Neighbours fetched per (entity, relation)."),
+        click.option("--seed", type=int, default=0, show_default=True, help="Seed for tie-breaks and sampling."),
+        click.option("--record/--no-record", default=True, show_default=True,
+                     help="Keep the run as path nodes in the store."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _open(store: Path, create: bool = False):
+    from engine.backends.oxigraph import OxigraphGraph
+
+    return OxigraphGraph(store, create=create)
+
+
+def _components(width, depth, method, pruner, threshold, max_candidates, seed):
+    from engine.pruning import get_pruner
+    from engine.reasoning import get_reasoner
+    from engine.search import SearchConfig
+
+    config = SearchConfig(width=width, depth=depth, method=method, threshold=threshold,
+                          max_candidates=max_candidates, seed=seed)
+    return config, get_pruner(pruner, seed=seed), get_reasoner("offline")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="think-on-graph")
+def cli() -> None:
+    """Think-on-Graph: answer questions by beam search over a knowledge graph.
+
+    \b
+    Quick start:
+      tog load examples/metaqa/kb.txt
+      tog ask "who directed the films written by [Paul Attanasio]"
+      tog runs show last
+    """
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@store_option
+@click.option("--format", "fmt", default=None,
+              help="nt, nq, turtle, trig, n3, xml, json-ld, trix, hext, delimited, tsv or csv "
+                   "(default: from the file name).")
+@click.option("--delimiter", default=None, help="Field separator of delimited files (default: | or tab, guessed).")
+@click.option("--max-errors", type=click.IntRange(0), default=1000, show_default=True,
+              help="Stop a file after this many bad lines.")
+@click.option("--name-predicate", "name_predicates", multiple=True, metavar="IRI",
+              help="Predicate whose literals name entities (repeatable; default: rdfs:label, "
+                   "Freebase type.object.name, schema:name, skos:prefLabel).")
+@click.option("--name-lang", "name_langs", multiple=True, metavar="LANG",
+              help="Languages of names to index for linking (repeatable; default: en and untagged).")
+@click.option("--force", is_flag=True, help="Read a file again even if it was loaded completely before.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+@click.option("--chunk-bytes", type=click.IntRange(1024), default=16 << 20, hidden=True,
+              help="Bytes per write batch (and checkpoint) of line formats.")
+@_fail_cleanly
+def load(files, store, fmt, delimiter, max_errors, name_predicates, name_langs, force, progress,
+         chunk_bytes) -> None:
+    """Load triple FILES (RDF or delimited, optionally .gz/.bz2) into the store.
+
+    Re-running the same command resumes an interrupted load; loading a file
+    twice adds nothing.
+    """
+    from engine.graph import DEFAULT_NAME_PREDICATES
+    from loaders.load import load_file
+
+    if progress is None:
+        progress = sys.stderr.isatty()
+    langs = tuple(name_langs) if name_langs else ("en", "")
+    preds = tuple(name_predicates) if name_predicates else DEFAULT_NAME_PREDICATES
+    store.parent.mkdir(parents=True, exist_ok=True)
+    with _open(store, create=True) as kg:
+        for f in files:
+            report = load_file(kg, f, fmt=fmt, delimiter=delimiter, max_errors=max_errors,
+                               name_predicates=preds, name_langs=langs, progress=progress, force=force,
+                               chunk_bytes=chunk_bytes)
+            if report.already_complete:
+                click.echo(f"{f}: already loaded ({report.triples:,} triples); nothing to do (--force reads it again)")
+                continue
+            resumed = f", resumed at line {report.resumed_from:,}" if report.resumed_from else ""
+            click.echo(f"{f}: {report.triples:,} triples, {report.skipped:,} lines skipped, "
+                       f"{report.names:,} names indexed in {report.seconds:.1f}s "
+                       f"({report.rate:,.0f} triples/s{resumed})")
+            for line, reason in report.bad:
+                click.echo(f"  line {line}: {reason}")
+            if report.skipped > len(report.bad):
+                click.echo(f"  … and {report.skipped - len(report.bad):,} more bad lines")
+
+
+@cli.command()
+@click.argument("question")
+@store_option
+@click.option("--topic", "topics", multiple=True, metavar="ENTITY",
+              help="Topic entity by name or IRI (repeatable); default: linked from the question.")
+@search_options
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@_fail_cleanly
+def ask(question, store, topics, width, depth, method, pruner, threshold, max_candidates, seed, record,
+        as_json) -> None:
+    """Answer QUESTION from the store, printing the supporting KG paths."""
+    from engine.runs import ask as ask_question
+
+    config, pruner_obj, reasoner = _components(width, depth, method, pruner, threshold, max_candidates, seed)
+    with _open(store) as kg:
+        result = ask_question(kg, question, pruner_obj, reasoner, config, topics, record=record)
+    data = result.to_json()
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    click.echo(f"answer: {', '.join(data['answer']) if data['answer'] else '(no answer found in the KG)'}")
+    if data["paths"]:
+        click.echo("paths:")
+        for p in data["paths"]:
+            click.echo(f"  {p}")
+    s = data["stats"]
+    click.echo(f"depth {s['depth']}, {s['kg_lookups']} KG lookups, {1000 * s['kg_seconds']:.1f} ms in the KG")
+    if data["run"]:
+        click.echo(f"run: {data['run']}  (tog runs show {data['run']})")
+
+
+@cli.group()
+def runs() -> None:
+    """Inspect and prune recorded reasoning runs."""
+
+
+@runs.command("list")
+@store_option
+@click.option("--json", "as_json", is_flag=True)
+@_fail_cleanly
+def runs_list(store, as_json) -> None:
+    """List runs, oldest first."""
+    with _open(store) as kg:
+        items = kg.runs()
+    if as_json:
+        click.echo(json.dumps([{"id": r.id, "question": r.question, "started": r.started, "status": r.status,
+                                "method": r.method, "answer": r.answer} for r in items], ensure_ascii=False))
+        return
+    if not items:
+        click.echo("no runs yet")
+    for r in items:
+        answer = ", ".join(r.answer[:3]) + (" …" if len(r.answer) > 3 else "")
+        click.echo(f"{r.id}  {r.started}  {r.status:7} {r.method:5}  {r.question}  => {answer}")
+
+
+@runs.command("show")
+@click.argument("run_id", default="last")
+@store_option
+@click.option("--kept-only", is_flag=True, help="Hide pruned paths.")
+@click.option("--json", "as_json", is_flag=True)
+@_fail_cleanly
+def runs_show(run_id, store, kept_only, as_json) -> None:
+    """Show RUN_ID (default: the last run) as a tree of path nodes."""
+    from dataclasses import asdict
+
+    from engine.errors import UnknownRunError
+    from engine.runs import render_tree
+
+    with _open(store) as kg:
+        if run_id == "last":
+            items = kg.runs()
+            if not items:
+                raise UnknownRunError("no runs in this store yet; ask a question first")
+            run_id = items[-1].id
+        tree = kg.run(run_id)
+    if as_json:
+        click.echo(json.dumps({"run": asdict(tree.info), "paths": [asdict(p) for p in tree.paths]},
+                              ensure_ascii=False, indent=2))
+        return
+    click.echo(render_tree(tree, show_pruned=not kept_only))
+
+
+@runs.command("prune")
+@store_option
+@click.option("--older-than", required=True, metavar="AGE", help="Age like 30d, 12h, 45m, 90s or 2w (0s: all).")
+@_fail_cleanly
+def runs_prune(store, older_than) -> None:
+    """Delete runs started more than AGE ago; the KG itself is untouched."""
+    from engine.runs import cutoff
+
+    try:
+        moment = cutoff(older_than)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--older-than") from None
+    with _open(store) as kg:
+        dropped = kg.prune_runs(moment)
+    click.echo(f"removed {dropped} run(s) started before {moment}")
+
+
+@cli.command("eval")
+@click.argument("file", type=click.Path(path_type=Path))
+@store_option
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Results, one JSON line per question.")
+@click.option("--types", type=click.Path(path_type=Path), default=None,
+              help="File with one question type per line (MetaQA qtype files).")
+@click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N questions.")
+@search_options
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+@_fail_cleanly
+def evaluate_cmd(file, store, out, types, limit, width, depth, method, pruner, threshold, max_candidates, seed,
+                 record, progress) -> None:
+    """Answer every question of FILE and score the answers (resumable)."""
+    from engine.evaluate import evaluate, read_questions
+    from engine.runs import ask as ask_question
+
+    questions = list(read_questions(file, types))
+    if limit:
+        questions = questions[:limit]
+    config, pruner_obj, reasoner = _components(width, depth, method, pruner, threshold, max_candidates, seed)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    with _open(store) as kg:
+
+        def answer_one(q):
+            r = ask_question(kg, q.question, pruner_obj, reasoner, config, q.topics, record=record)
+            s = r.result.stats
+            return {"prediction": r.result.answer.names, "run": r.run_id,
+                    "paths": [p.verbalise() for p in r.result.supporting], "depth": s["depth"],
+                    "kg_lookups": s["kg_lookups"], "kg_seconds": s["kg_seconds"], "seconds": s["seconds"]}
+
+        summary = evaluate(questions, answer_one, out, progress=progress)
+    _print_summary(summary)
+
+
+def _print_summary(s: dict) -> None:
+    click.echo(f"questions {s['questions']}  hits@1 {s['hits@1']:.3f} (strict {s['hits@1_strict']:.3f})  "
+               f"F1 {s['f1']:.3f}  errors {s['errors']}")
+    click.echo(f"KG {s['kg_ms_per_question']:.2f} ms and {s['kg_lookups_per_question']:.2f} lookups per question; "
+               f"{s['ms_per_question']:.2f} ms per question in all")
+    for t, b in s.get("by_type", {}).items():
+        click.echo(f"  {t}: {b['questions']} questions, hits@1 {b['hits@1']:.3f} "
+                   f"(strict {b['hits@1_strict']:.3f}), F1 {b['f1']:.3f}")
+
+
+@cli.command()
+@store_option
+@_fail_cleanly
+def info(store) -> None:
+    """What the store holds."""
+    with _open(store) as kg:
+        stats = kg.stats()
+    for k, v in stats.items():
+        click.echo(f"{k}: {v:,}" if isinstance(v, int) else f"{k}: {v}")
+
+
+def main() -> None:
+    cli(prog_name="tog")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""Evaluate on a question file: resumable, one JSON line per question.
+
+Input formats:
+- MetaQA lines: ``question with [topic]<TAB>ans1|ans2`` (a third tab-separated
+  column, when present, is the question type);
+- JSONL: ``{"id", "question", "answers": [..], "topic_entities": [..], "type"}``.
+
+Metrics: Hits@1 under ToG's lenient match (normalised equality or substring
+either way) and under strict match (normalised equality), answer-set F1,
+a breakdown by type, KG time and KG lookups per question.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.errors import TogError
+from engine.graph import name_key
+
+
+@dataclass(slots=True)
+class Question:
+    id: str
+    question: str
+    answers: list[str]
+    topics: list[str] = field(default_factory=list)
+    type: str | None = None
+
+
+def read_questions(path: str | Path, types: str | Path | None = None) -> Iterator[Question]:
+    """Questions of a MetaQA-style or JSONL file (gzip/bz2 allowed).
+
+    ``types``: an optional file with one question type per line, in the same
+    order (MetaQA's ``qa_*_qtype.txt``).  Raises :class:`TogError` when the
+    file cannot be read; bad lines raise with their line number.
+    """
+    from loaders.base import open_binary
+
+    path = Path(path)
+    if not path.is_file():
+        raise TogError(f"no such question file: {path}")
+    type_list = None
+    if types is not None:
+        with open_binary(Path(types)) as fh:
+            type_list = [t.decode("utf-8").strip() for t in fh.read().splitlines()]
+    with open_binary(path) as fh:
+        raw = fh.read().decode("utf-8")
+    stem = path.name.split(".")[0]
+    for n, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        qtype = type_list[n - 1] if type_list and n - 1 < len(type_list) else None
+        if line.lstrip().startswith("{"):
+            try:
+                obj = json.loads(line)
+                question = str(obj["question"])
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                raise TogError(f"{path}:{n}: not a question record ({e})") from e
+            answers = obj.get("answers", obj.get("answer", []))
+            if isinstance(answers, str):
+                answers = [answers]
+            yield Question(str(obj.get("id", f"{stem}-{n}")), question, [str(a) for a in answers],
+                           [str(t) for t in obj.get("topic_entities", [])], obj.get("type", qtype))
+            continue
+        parts = line.split("\t")
+        if len(parts) < 2:
+            raise TogError(f"{path}:{n}: expected 'question<TAB>answer|answer'")
+        yield Question(f"{stem}-{n}", parts[0].strip(), [a for a in parts[1].split("|") if a],
+                       [], parts[2].strip() if len(parts) > 2 and parts[2].strip() else qtype)
+
+
+def _loose(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.casefold())
+
+
+def lenient_match(prediction: str, answers: list[str]) -> bool:
+    """ToG's match: equal after normalising, or one contains the other."""
+    p = _loose(prediction)
+    if not p:
+        return False
+    for a in answers:
+        g = _loose(a)
+        if g and (p == g or p in g or g in p):
+            return True
+    return False
+
+
+def strict_match(prediction: str, answers: list[str]) -> bool:
+    """Equal after case folding, accent and punctuation normalisation."""
+    p = name_key(prediction)
+    return bool(p) and any(p == name_key(a) for a in answers)
+
+
+def set_f1(predictions: list[str], answers: list[str]) -> float:
+    pred = {name_key(p) for p in predictions if name_key(p)}
+    gold = {name_key(a) for a in answers if name_key(a)}
+    if not pred or not gold:
+        return 0.0
+    tp = len(pred & gold)
+    if not tp:
+        return 0.0
+    precision, recall = tp / len(pred), tp / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def done_ids(out: Path) -> set[str]:
+    """Ids already in a results file (a torn last line is ignored)."""
+    ids = set()
+    if out.exists():
+        for line in out.read_text(encoding="utf-8").splitlines():
+            try:
+                ids.add(json.loads(line)["id"])
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue
+    return ids
+
+
+def evaluate(
+    questions: list[Question],
+    answer_one: Callable[[Question], dict],
+    out: Path,
+    progress: bool = False,
+) -> dict:
+    """Answer every question not yet in ``out``, appending one line each as
+    it finishes; return the summary over the whole file."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    seen = done_ids(out)
+    todo = [q for q in questions if q.id not in seen]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(questions), initial=len(questions) - len(todo), unit="q", dynamic_ncols=True)
+    hits = 0
+    with out.open("a", encoding="utf-8") as fh:
+        for i, q in enumerate(todo, start=1):
+            started = time.perf_counter()
+            record = {"id": q.id, "question": q.question, "answers": q.answers, "type": q.type}
+            try:
+                got = answer_one(q)
+            except TogError as e:
+                got = {"prediction": [], "error": str(e)}
+            preds = got.get("prediction", [])
+            record.update(got)
+            record["hit_lenient"] = bool(preds) and lenient_match(preds[0], q.answers)
+            record["hit_strict"] = bool(preds) and strict_match(preds[0], q.answers)
+            record["f1"] = round(set_f1(preds, q.answers), 6)
+            record.setdefault("seconds", round(time.perf_counter() - started, 6))
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            fh.flush()
+            hits += record["hit_lenient"]
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix_str(f"hits@1 {hits / i:.3f}", refresh=False)
+    if bar is not None:
+        bar.close()
+    return summarise(out, {q.id for q in questions})
+
+
+def summarise(out: Path, ids: set[str] | None = None) -> dict:
+    """Totals over the results file (only ``ids`` when given)."""
+    rows = []
+    for line in out.read_text(encoding="utf-8").splitlines():
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if ids is None or r.get("id") in ids:
+            rows.append(r)
+    n = len(rows)
+
+    def block(rs: list[dict]) -> dict:
+        k = len(rs) or 1
+        return {
+            "questions": len(rs),
+            "hits@1": round(sum(r["hit_lenient"] for r in rs) / k, 4),
+            "hits@1_strict": round(sum(r["hit_strict"] for r in rs) / k, 4),
+            "f1": round(sum(r["f1"] for r in rs) / k, 4),
+        }
+
+    summary = block(rows)
+    summary["errors"] = sum(1 for r in rows if r.get("error"))
+    summary["kg_ms_per_question"] = round(1000 * sum(r.get("kg_seconds", 0.0) for r in rows) / (n or 1), 3)
+    summary["kg_lookups_per_question"] = round(sum(r.get("kg_lookups", 0) for r in rows) / (n or 1), 3)
+    summary["ms_per_question"] = round(1000 * sum(r.get("seconds", 0.0) for r in rows) / (n or 1), 3)
+    by_type: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        if r.get("type"):
+            by_type[str(r["type"])].append(r)
+    if by_type:
+        summary["by_type"] = {t: block(rs) for t, rs in sorted(by_type.items())}
+    return summary

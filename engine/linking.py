@@ -1,0 +1,84 @@
+"""Entity linking: find the question's topic entities in the name index.
+
+A ``[bracketed]`` mention or a ``--topic`` is looked up directly (by IRI or
+by name).  Otherwise every word n-gram of the question is looked up in one
+batch and the longest matches that do not overlap win.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from engine.errors import QuestionError, UnknownEntityError
+from engine.graph import KnowledgeGraph, Node, local_name, name_key
+from engine.text import STOPWORDS
+
+MAX_NGRAM = 8
+_BRACKET = re.compile(r"\[([^\]]+)\]")
+
+
+def bracketed(question: str) -> list[str]:
+    return [m.strip() for m in _BRACKET.findall(question) if m.strip()]
+
+
+def resolve(kg: KnowledgeGraph, names: Sequence[str]) -> list[Node]:
+    """Nodes for explicit topics: IRIs (``<...>`` or with a scheme) or names.
+
+    Raises :class:`UnknownEntityError` naming the first one not in the KG.
+    """
+    out: list[Node] = []
+    keys = {n: name_key(n) for n in names}
+    found = kg.search_entities([k for k in keys.values() if k])
+    for name in names:
+        iri = name[1:-1] if name.startswith("<") and name.endswith(">") else name
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$", iri) and getattr(kg, "has_entity", lambda _: False)(iri):
+            out.append(Node(iri, kg.labels([iri]).get(iri, local_name(iri))))
+            continue
+        matches = found.get(keys[name], [])
+        if not matches:
+            raise UnknownEntityError(f"unknown entity {name!r}: no entity with that name or IRI in the store")
+        out.extend(matches)
+    return _unique(out)
+
+
+def link(kg: KnowledgeGraph, question: str, topics: Sequence[str] = ()) -> list[Node]:
+    """Topic entities for ``question``.
+
+    Raises :class:`QuestionError` for an empty question or one where no
+    entity is found, :class:`UnknownEntityError` for a named topic that is
+    not in the KG.
+    """
+    if not question or not question.strip():
+        raise QuestionError("the question is empty")
+    if topics:
+        return resolve(kg, topics)
+    marked = bracketed(question)
+    if marked:
+        return resolve(kg, marked)
+    tokens = name_key(question).split()
+    spans: dict[str, tuple[int, int]] = {}
+    for n in range(min(MAX_NGRAM, len(tokens)), 0, -1):
+        for i in range(len(tokens) - n + 1):
+            gram = tokens[i:i + n]
+            if all(t in STOPWORDS for t in gram):
+                continue
+            spans.setdefault(" ".join(gram), (i, i + n))
+    found = kg.search_entities(list(spans))
+    taken: set[int] = set()
+    out: list[Node] = []
+    for key, (a, b) in sorted(spans.items(), key=lambda kv: (-(kv[1][1] - kv[1][0]), kv[1][0])):
+        if key in found and not taken.intersection(range(a, b)):
+            taken.update(range(a, b))
+            out.extend(found[key])
+    if not out:
+        raise QuestionError(
+            "found no entity of the store in the question; mark it like [Tom Hanks] or pass --topic")
+    return _unique(out)
+
+
+def _unique(nodes: list[Node]) -> list[Node]:
+    seen: dict[str, Node] = {}
+    for n in nodes:
+        seen.setdefault(n.id, n)
+    return list(seen.values())

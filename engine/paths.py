@@ -1,0 +1,66 @@
+"""Reasoning paths: a topic entity and the hops taken from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.graph import Node, Relation
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    relation: Relation
+    node: Node
+    via: tuple[Relation, ...] = ()
+
+    @property
+    def relation_text(self) -> str:
+        text = " / ".join([self.relation.text] + [r.text for r in self.via])
+        return text
+
+
+@dataclass(slots=True)
+class Path:
+    """``topic -r1-> e1 -r2-> e2 ...``; ``id`` names its path node in the run."""
+
+    id: str
+    topic: Node
+    hops: tuple[Hop, ...] = ()
+    score: float = 0.0
+    relation_score: float = 0.0
+    parent: str | None = None
+    nodes: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def tail(self) -> Node:
+        return self.hops[-1].node if self.hops else self.topic
+
+    @property
+    def depth(self) -> int:
+        return len(self.hops)
+
+    @property
+    def chain(self) -> tuple[tuple[str, str], ...]:
+        """The relation chain, ignoring entities: what ToG-R reasons over."""
+        return tuple((h.relation.id, h.relation.direction) for h in self.hops)
+
+    def extend(self, new_id: str, hop: Hop) -> Path:
+        return Path(new_id, self.topic, self.hops + (hop,), parent=self.id,
+                    nodes=self.nodes | {hop.node.id})
+
+    def relation_texts(self) -> list[str]:
+        return [h.relation_text for h in self.hops]
+
+    def verbalise(self, with_entities: bool = True) -> str:
+        """``Tom Hanks -> starred actors (of) -> Big -> directed by -> Penny Marshall``.
+
+        An ``in`` edge is read backwards, marked ``(of)``: the tail is the
+        subject of that relation.
+        """
+        parts = [self.topic.name]
+        for h in self.hops:
+            rel = h.relation_text + (" (of)" if h.relation.direction == "in" else "")
+            parts.append(rel)
+            if with_entities:
+                parts.append(h.node.name)
+        return " -> ".join(parts)

@@ -1,0 +1,151 @@
+"""Asking a question as a recorded run, and showing runs afterwards."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from engine.graph import KnowledgeGraph, Node, RunInfo, RunTree, relation_text
+from engine.linking import link
+from engine.pruning import Pruner
+from engine.reasoning import Reasoner
+from engine.search import Recorder, SearchConfig, SearchResult, search
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def new_run_id() -> str:
+    """Sortable by time, unique enough: ``20261129T213501-3fa2``."""
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+
+
+@dataclass(slots=True)
+class AskResult:
+    run_id: str | None
+    question: str
+    topics: list[Node]
+    result: SearchResult
+
+    def to_json(self) -> dict:
+        r = self.result
+        return {
+            "run": self.run_id,
+            "question": self.question,
+            "topics": [asdict(t) for t in self.topics],
+            "answer": r.answer.names,
+            "answer_ids": r.answer.ids,
+            "from_kg": r.answer.from_kg,
+            "paths": [p.verbalise() for p in r.supporting],
+            "depth": r.depth,
+            "rewards": r.rewards,
+            "stats": r.stats,
+        }
+
+
+def ask(
+    kg: KnowledgeGraph,
+    question: str,
+    pruner: Pruner,
+    reasoner: Reasoner,
+    config: SearchConfig = SearchConfig(),
+    topics: Sequence[str] = (),
+    record: bool = True,
+    extra_config: dict | None = None,
+) -> AskResult:
+    """Link, search and (when ``record``) keep the run in the graph.
+
+    The run is marked ``failed`` when the search raises; the error goes on.
+    """
+    nodes = link(kg, question, topics)
+    run_id = new_run_id() if record and "runs" in kg.capabilities else None
+    info = None
+    if run_id:
+        info = RunInfo(
+            id=run_id, question=question, started=now(), method=config.method,
+            config={**asdict(config), "pruner": getattr(pruner, "name", "?"),
+                    "reasoner": getattr(reasoner, "name", "?"), **(extra_config or {})},
+        )
+        kg.start_run(info)
+    try:
+        result = search(kg, question, nodes, pruner, reasoner, config, Recorder(kg, run_id))
+    except BaseException:
+        if info is not None:
+            info.status = "failed"
+            info.finished = now()
+            kg.finish_run(info)
+        raise
+    if info is not None:
+        info.status = "done"
+        info.answer = result.answer.names
+        info.stats = result.stats
+        info.finished = now()
+        kg.finish_run(info)
+    return AskResult(run_id, question, nodes, result)
+
+
+def parse_age(text: str) -> dt.timedelta:
+    """``30d``, ``12h``, ``45m``, ``90s``, ``2w`` -> timedelta."""
+    units = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+    text = text.strip().lower()
+    if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit():
+        raise ValueError(f"{text!r} is not an age like 30d, 12h, 45m, 90s or 2w")
+    return dt.timedelta(**{units[text[-1]]: int(text[:-1])})
+
+
+def cutoff(age: str) -> str:
+    moment = dt.datetime.now(dt.timezone.utc) - parse_age(age)
+    return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def render_tree(tree: RunTree, show_pruned: bool = True, max_children: int = 12) -> str:
+    """A run as an indented tree: depth, relation, entity, score, kept or pruned."""
+    info = tree.info
+    lines = [
+        f"run {info.id}  [{info.status}]  {info.method}  started {info.started}",
+        f"question: {info.question}",
+        f"answer: {', '.join(info.answer) if info.answer else '(none)'}",
+    ]
+    if info.stats:
+        lines.append("stats: " + ", ".join(f"{k}={v}" for k, v in info.stats.items()))
+    children: dict[str | None, list] = defaultdict(list)
+    for p in tree.paths:
+        children[p.parent].append(p)
+    for kids in children.values():
+        kids.sort(key=lambda p: (not p.kept, -(p.score or 0.0), p.name))
+
+    def walk(pid: str | None, prefix: str) -> None:
+        kids = children.get(pid, [])
+        shown = [k for k in kids if show_pruned or k.kept]
+        hidden = len(kids) - len(shown)
+        extra = 0
+        if len(shown) > max_children:
+            extra = len(shown) - max_children
+            shown = shown[:max_children]
+        for i, p in enumerate(shown):
+            last = i == len(shown) - 1 and not hidden and not extra
+            branch = "└─ " if last else "├─ "
+            if p.relation is None:
+                lines.append(f"{prefix}{branch}{p.name}  (topic)")
+            else:
+                rel = relation_text(p.relation) + (" (of)" if p.direction == "in" else "")
+                if p.via:
+                    rel += " / " + " / ".join(relation_text(v) for v in p.via)
+                mark = "kept" if p.kept else "pruned"
+                score = f"{p.score:.3f}" if p.score is not None else "-"
+                lines.append(f"{prefix}{branch}d{p.depth} --{rel}--> {p.name}  score={score} {mark}")
+            walk(p.id, prefix + ("   " if last else "│  "))
+        if extra or hidden:
+            parts = []
+            if extra:
+                parts.append(f"{extra} more")
+            if hidden:
+                parts.append(f"{hidden} pruned hidden")
+            lines.append(f"{prefix}└─ … {', '.join(parts)}")
+
+    walk(None, "")
+    return "\n".join(lines)

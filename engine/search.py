@@ -1,0 +1,187 @@
+"""ToG and ToG-R: beam search over the knowledge graph.
+
+Each depth: list the relations around the beam's tails (one KG round trip),
+let the pruner keep the best ``width`` relations per path, follow them (one
+round trip), let the pruner score the new paths (ToG) or sample entities at
+random per relation chain (ToG-R), keep the best ``width`` paths, record every
+candidate as a path node of the run, then ask the reasoner's judge for a
+reward and stop once it reaches ``threshold`` or the depth reaches ``depth``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from engine.errors import TogError
+from engine.graph import KnowledgeGraph, Node, PathRecord, Relation
+from engine.paths import Hop, Path
+from engine.pruning import Choice, Pruner
+from engine.reasoning import Answer, Reasoner
+
+METHODS = ("tog", "tog-r")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    """Knobs of one search; validated when built."""
+
+    width: int = 3
+    depth: int = 3
+    method: str = "tog"
+    threshold: float = 0.9
+    max_candidates: int = 100
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.width <= 50:
+            raise TogError(f"width must be between 1 and 50, not {self.width}")
+        if not 1 <= self.depth <= 10:
+            raise TogError(f"depth must be between 1 and 10, not {self.depth}")
+        if self.method not in METHODS:
+            raise TogError(f"unknown method {self.method!r}; use one of {', '.join(METHODS)}")
+        if not 0.0 <= self.threshold <= 1.0:
+            raise TogError(f"threshold must be in [0, 1], not {self.threshold}")
+        if self.max_candidates < 1:
+            raise TogError("max_candidates must be at least 1")
+
+
+class Recorder:
+    """Writes a search's path nodes to the run's graph as the search goes."""
+
+    def __init__(self, kg: KnowledgeGraph | None, run_id: str | None) -> None:
+        self.kg = kg if (kg is not None and run_id and "runs" in kg.capabilities) else None
+        self.run_id = run_id
+
+    def record(self, paths: Sequence[Path], kept: set[str]) -> None:
+        if self.kg is None or not paths:
+            return
+        records = []
+        for p in paths:
+            hop = p.hops[-1] if p.hops else None
+            records.append(PathRecord(
+                id=p.id, depth=p.depth, entity=p.tail.id, name=p.tail.name, parent=p.parent,
+                relation=hop.relation.id if hop else None,
+                direction=hop.relation.direction if hop else None,
+                via=tuple(r.id for r in hop.via) if hop else (),
+                score=round(p.score, 6) if hop else None, kept=p.id in kept,
+                literal=p.tail.literal,
+            ))
+        self.kg.record_step(self.run_id, records)
+
+
+@dataclass(slots=True)
+class SearchResult:
+    answer: Answer
+    kept: list[Path]
+    supporting: list[Path]
+    depth: int
+    rewards: list[float] = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+
+
+def search(
+    kg: KnowledgeGraph,
+    question: str,
+    topics: Sequence[Node],
+    pruner: Pruner,
+    reasoner: Reasoner,
+    config: SearchConfig = SearchConfig(),
+    recorder: Recorder | None = None,
+) -> SearchResult:
+    """Run ToG / ToG-R for ``question`` from ``topics``."""
+    recorder = recorder or Recorder(None, None)
+    rng = random.Random(f"{config.seed}:{question}")
+    lookups0 = getattr(kg, "lookups", 0)
+    seconds0 = getattr(kg, "seconds", 0.0)
+    started = time.perf_counter()
+    counter = iter(range(1_000_000))
+    topic_ids = [t.id for t in topics]
+
+    beam = [Path(f"p{next(counter)}", t, nodes=frozenset({t.id})) for t in topics]
+    recorder.record(beam, {p.id for p in beam})
+    everything: dict[str, Path] = {p.id: p for p in beam}
+    candidates: list[Path] = []
+    rewards: list[float] = []
+    reached = 0
+    around = _relations_of(kg, beam)
+
+    for depth in range(1, config.depth + 1):
+        # 1. relation pruning, one call for the whole beam
+        choices = [Choice(p, _relation_text(p, rel)) for p in beam for rel in around.get(p.id, ())]
+        rels = [rel for p in beam for rel in around.get(p.id, ())]
+        if not choices:
+            break
+        scores = pruner.score_relations(question, choices)
+        chosen: dict[str, list[tuple[Relation, float]]] = defaultdict(list)
+        order = sorted(range(len(choices)), key=lambda i: (-scores[i], rng.random()))
+        for i in order:
+            pid = choices[i].path.id
+            if len(chosen[pid]) < config.width:
+                chosen[pid].append((rels[i], scores[i]))
+        # 2. follow the chosen relations, one round trip
+        requests = list(dict.fromkeys((p.tail.id, rel) for p in beam for rel, _ in chosen.get(p.id, ())))
+        found = kg.expand(requests, limit=config.max_candidates)
+        by_request: dict[tuple[str, Relation], list] = defaultdict(list)
+        for c in found:
+            by_request[(c.source, c.relation)].append(c)
+        new: list[Path] = []
+        for p in beam:
+            for rel, rscore in chosen.get(p.id, ()):
+                for c in by_request.get((p.tail.id, rel), ()):
+                    if c.node.id in p.nodes:
+                        continue  # no cycles: never back through a node of the path
+                    q = p.extend(f"p{next(counter)}", Hop(rel, c.node, c.via))
+                    q.relation_score = rscore
+                    new.append(q)
+        if not new:
+            break
+        # 3. entity pruning (ToG) or sampling (ToG-R)
+        if config.method == "tog":
+            escores = pruner.score_entities(question, [Choice(q, q.verbalise()) for q in new])
+            for q, s in zip(new, escores):
+                q.score = (q.relation_score + s) / 2
+        else:
+            for q in new:
+                q.score = q.relation_score
+        ranked = sorted(new, key=lambda q: (-q.score, rng.random()))
+        beam = ranked[: config.width]
+        kept = {q.id for q in beam}
+        recorder.record(ranked, kept)
+        everything.update((q.id, q) for q in new)
+        candidates = ranked
+        reached = depth
+        # 4. judge: are the kept paths enough?
+        around = _relations_of(kg, beam)
+        reward = reasoner.judge(question, topic_ids, beam, around)
+        rewards.append(reward)
+        if reward >= config.threshold:
+            break
+
+    answer = reasoner.answer(question, topic_ids, beam if reached else [], candidates)
+    supporting = [everything[i] for i in answer.path_ids if i in everything]
+    stats = {
+        "depth": reached,
+        "rewards": rewards,
+        "kg_lookups": getattr(kg, "lookups", 0) - lookups0,
+        "kg_seconds": round(getattr(kg, "seconds", 0.0) - seconds0, 6),
+        "seconds": round(time.perf_counter() - started, 6),
+        "paths_scored": len(everything) - len(topics),
+    }
+    return SearchResult(answer, beam if reached else [], supporting, reached, rewards, stats)
+
+
+def _relation_text(p: Path, rel: Relation) -> str:
+    head = p.verbalise(with_entities=False)
+    return f"{head} -> {rel.text}{' (of)' if rel.direction == 'in' else ''}"
+
+
+def _relations_of(kg: KnowledgeGraph, beam: Sequence[Path]) -> dict[str, list[Relation]]:
+    tails = list(dict.fromkeys(p.tail.id for p in beam if not p.tail.literal))
+    if not tails:
+        return {}
+    rels = kg.relations(tails)
+    return {p.id: rels.get(p.tail.id, []) for p in beam if not p.tail.literal}

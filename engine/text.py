@@ -1,0 +1,101 @@
+"""Word handling for the offline scorers: tokens, a light English stemmer,
+stop words, and the question with its topic mentions cut out."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+STOPWORDS = frozenset("""
+a an the of in on at to for from by with and or as is are was were be been being
+do does did done has have had having what which who whom whose when where why how
+that this these those it its their there here than then so such also ever
+can could will would shall should may might must i me my you your he him his she her
+we us our they them one ones same other another any some all each both only
+about into over under after before between through during
+""".split())
+
+# Irregular English forms that a suffix stemmer cannot join to their lemma.
+IRREGULAR = {
+    # verb and noun forms that share a lemma but no suffix
+    "wrote": "write", "written": "write", "writer": "write", "writers": "write",
+    "spoke": "speak", "spoken": "speak", "made": "make", "making": "make",
+    "sang": "sing", "sung": "sing", "won": "win", "led": "lead", "born": "birth",
+    "died": "death", "dead": "death", "die": "death", "children": "child",
+    "men": "man", "women": "woman", "people": "person",
+    "starring": "star", "starred": "star", "stars": "star",
+    "actor": "act", "actors": "act", "actress": "act", "actresses": "act",
+    "director": "direct", "directors": "direct",
+    # one plain synonym pair: two words for the same thing
+    "movie": "film", "movies": "film",
+}
+
+
+def stem(word: str) -> str:
+    """A small, predictable suffix stemmer (plurals, -ed, -ing, -er, -ly).
+
+    Both sides of every comparison go through it, so it only has to map the
+    forms of one word to one key, not to a dictionary lemma.
+    """
+    w = word.lower()
+    if w in IRREGULAR:
+        return _final(IRREGULAR[w])
+    if len(w) <= 3:
+        return w
+    for suffix, repl in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("ers", ""),
+                         ("er", ""), ("ly", ""), ("s", "")):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            if suffix == "s" and w.endswith(("ss", "us", "is")):
+                break
+            w = w[: len(w) - len(suffix)] + repl
+            break
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+        w = w[:-1]  # starr -> star, stopp -> stop
+    return _final(IRREGULAR.get(w, w))
+
+
+def _final(w: str) -> str:
+    """Drop a final silent e so that release / released / releases meet."""
+    return w[:-1] if len(w) > 4 and w.endswith("e") else w
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+@lru_cache(maxsize=65536)
+def terms(text: str) -> tuple[str, ...]:
+    """Stemmed content words of ``text`` (stop words removed), in order."""
+    return tuple(stem(w) for w in words(text) if len(w) > 1 and w not in STOPWORDS)
+
+
+_BRACKET = re.compile(r"\[[^\]]*\]")
+
+
+def strip_mentions(question: str, mentions: list[str]) -> str:
+    """The question without ``[bracketed]`` spans and without the topic names."""
+    text = _BRACKET.sub(" ", question)
+    low = text.lower()
+    for m in sorted(mentions, key=len, reverse=True):
+        if not m:
+            continue
+        i = low.find(m.lower())
+        if i >= 0:
+            text = text[:i] + " " + text[i + len(m):]
+            low = text.lower()
+    return text
+
+
+def mention_position(question: str, mentions: list[str]) -> int:
+    """Word index where the first topic mention starts (0 when not found)."""
+    m = _BRACKET.search(question)
+    if m:
+        return len(words(question[: m.start()]))
+    low = question.lower()
+    for name in mentions:
+        i = low.find(name.lower()) if name else -1
+        if i >= 0:
+            return len(words(question[:i]))
+    return 0
