@@ -1,0 +1,35 @@
+# Two entry points, both self-contained on a fresh machine with Python 3.11:
+#   make demo   set up, load the MetaQA sample, ask a question, show the run
+#   make test   set up, run the test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STORE  ?= .tog/demo-store
+export LITELLM_LOCAL_MODEL_COST_MAP = True
+
+.PHONY: setup demo test bench-load bench-metaqa clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+demo: setup
+	$(BIN)/tog load examples/metaqa/kb.txt --store $(STORE)
+	$(BIN)/tog ask "who directed the films written by [Paul Attanasio]" --store $(STORE)
+	$(BIN)/tog runs show last --store $(STORE) --kept-only
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+bench-load: setup
+	$(BIN)/python benchmarks/load.py --sizes 1000000 10000000
+
+bench-metaqa: setup
+	$(BIN)/python benchmarks/metaqa.py --per-hop 1000
+
+clean:
+	rm -rf $(VENV) .tog *.egg-info

@@ -1,0 +1,91 @@
+"""Load throughput: ``tog load`` against raw ``pyoxigraph.Store.bulk_load``.
+
+For each size, a seeded synthetic Freebase-style N-Triples file (see
+``synth.py``) is loaded into a fresh store twice by each side, alternating
+(raw, tog, raw, tog), each in its own process so peak RSS is its own.
+Prints triples/s, peak RSS and store size, and tog's rate as a share of raw.
+
+    python benchmarks/load.py --sizes 1000000 10000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+
+def child(kind: str, file: str, store: str) -> None:
+    """Run one load in this process and print its figures as JSON."""
+    shutil.rmtree(store, ignore_errors=True)
+    started = time.perf_counter()
+    if kind == "raw":
+        import pyoxigraph as ox
+
+        s = ox.Store(store)
+        s.bulk_load(path=file, format=ox.RdfFormat.N_TRIPLES)
+        s.flush()
+        del s
+    else:
+        from engine.cli import cli
+
+        cli.main(["load", file, "--store", store, "--no-progress"], prog_name="tog", standalone_mode=False)
+    seconds = time.perf_counter() - started
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    size = sum(f.stat().st_size for f in Path(store).rglob("*") if f.is_file())
+    print(json.dumps({"kind": kind, "seconds": seconds, "peak_rss": rss, "store_bytes": size}))
+
+
+def measure(kind: str, file: Path, store: Path) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", kind, str(file), str(store)],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    ap.add_argument("--workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "tog-bench-load")
+    ap.add_argument("--rounds", type=int, default=2, help="Loads per side (alternating).")
+    ap.add_argument("--child", nargs=3, metavar=("KIND", "FILE", "STORE"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    from synth import generate
+
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    for size in args.sizes:
+        file = args.workdir / f"synth-{size}.nt"
+        if not file.exists():
+            print(f"generating {file} ...", flush=True)
+            generate(size, file)
+        runs: dict[str, list[dict]] = {"raw": [], "tog": []}
+        for _ in range(args.rounds):
+            for kind in ("raw", "tog"):
+                r = measure(kind, file, args.workdir / f"store-{kind}")
+                runs[kind].append(r)
+                print(f"  {size:>11,} {kind}: {size / r['seconds']:>10,.0f} triples/s "
+                      f"({r['seconds']:.1f} s, peak RSS {r['peak_rss'] / 2**20:,.0f} MiB, "
+                      f"store {r['store_bytes'] / 2**20:,.0f} MiB)", flush=True)
+        raw = statistics.median(size / r["seconds"] for r in runs["raw"])
+        tog = statistics.median(size / r["seconds"] for r in runs["tog"])
+        rss = max(r["peak_rss"] for r in runs["tog"])
+        print(f"{size:,} triples: tog load {tog:,.0f}/s, raw bulk_load {raw:,.0f}/s, "
+              f"ratio {tog / raw:.2f}; tog peak RSS {rss / 2**20:,.0f} MiB", flush=True)
+        for kind in ("raw", "tog"):
+            shutil.rmtree(args.workdir / f"store-{kind}", ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
