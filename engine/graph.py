@@ -187,6 +187,20 @@ def relation_text(iri: str) -> str:
     return " ".join(words.lower().split())
 
 
+def relation_roles(iri: str) -> tuple[str | None, str]:
+    """Words for what the subject and the object of a relation are.
+
+    Freebase ids say both: ``film.film.directed_by`` has a ``film`` as its
+    subject and a ``directed by`` (a director) as its object.  Other
+    relations name only their object (``in_language`` -> a language); the
+    subject's role is then unknown (None).
+    """
+    parts = [p for p in local_name(iri).split(".") if p]
+    if len(parts) >= 3:
+        return parts[-2].replace("_", " "), parts[-1].replace("_", " ")
+    return None, relation_text(iri)
+
+
 @dataclass(frozen=True, slots=True)
 class RelationPolicy:
     """Which relations carry no meaning for reasoning and are never offered."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.graph import Node, Relation
+from engine.graph import Node, Relation, relation_roles
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,17 @@ class Path:
     def extend(self, new_id: str, hop: Hop) -> Path:
         return Path(new_id, self.topic, self.hops + (hop,), parent=self.id,
                     nodes=self.nodes | {hop.node.id})
+
+    def answer_role(self) -> str | None:
+        """Words for what the tail is, seen from the last relation: the
+        object's role for an ``out`` edge, the subject's for an ``in`` edge
+        (None when the KG does not say)."""
+        if not self.hops:
+            return None
+        hop = self.hops[-1]
+        last = hop.via[-1] if hop.via else hop.relation
+        subject, obj = relation_roles(last.id)
+        return obj if last.direction == "out" else subject
 
     def relation_texts(self) -> list[str]:
         return [h.relation_text for h in self.hops]

@@ -17,7 +17,7 @@ from typing import Protocol
 from engine.errors import UnknownComponentError
 from engine.graph import Relation
 from engine.paths import Path
-from engine.text import strip_mentions, terms
+from engine.text import focus_terms, strip_mentions, terms
 
 
 @dataclass(slots=True)
@@ -56,9 +56,18 @@ def relation_terms(texts: Sequence[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+def fits_focus(path: Path, focus: frozenset[str]) -> bool:
+    """False only when the question asks for a kind of thing ("which
+    languages") and the KG says the path's tail is something else."""
+    if not focus:
+        return True
+    role = path.answer_role()
+    return role is None or focus <= frozenset(terms(role))
+
+
 class OfflineReasoner:
-    """Judge by question coverage with one hop of look-ahead; answer with the
-    tails of the best relation chain."""
+    """Judge by question coverage with one hop of look-ahead and by the kind
+    of thing asked for; answer with the tails of the best relation chain."""
 
     name = "offline"
 
@@ -76,13 +85,19 @@ class OfflineReasoner:
             for rel in next_relations.get(p.id, ()):
                 gain = max(gain, len(have | (frozenset(terms(rel.text)) & q)) - best)
         gain = gain / len(q)
-        return round(1.0 - gain, 6)
+        reward = 1.0 - gain
+        focus = focus_terms(question)
+        if not any(fits_focus(p, focus) for p in paths):
+            reward = min(reward, 0.5)  # the tails are not what the question asks for
+        return round(reward, 6)
 
     def answer(self, question, topics, kept, candidates) -> Answer:
         pool = [p for p in candidates if p.tail.id not in topics]
         if not pool:
             return Answer([], from_kg=False, reason="no path from the topic entities reached an answer")
-        best = max(pool, key=lambda p: p.score)
+        focus = focus_terms(question)
+        fitting = [p for p in pool if fits_focus(p, focus)] or pool
+        best = max(fitting, key=lambda p: p.score)
         chain = best.chain
         kept_ids = {p.id for p in kept}
         ranked = sorted(pool, key=lambda p: (p.chain != chain, p.id not in kept_ids, -p.score))

@@ -99,3 +99,29 @@ def mention_position(question: str, mentions: list[str]) -> int:
         if i >= 0:
             return len(words(question[:i]))
     return 0
+
+
+_FOCUS = re.compile(
+    r"\b(?:which|what)\s+(?:(?:is|are|was|were)\s+(?:the\s+)?)?(?:(kind|type|sort)\s+of|([a-z]+))\b", re.I)
+# Nouns that ask for no particular kind of thing.
+GENERIC_NOUNS = frozenset("""
+person people persons man woman someone somebody thing things one ones word words term terms
+topic topics name names entity entities
+""".split())
+
+
+def focus_terms(question: str) -> frozenset[str]:
+    """The noun a ``which X`` / ``what X`` question asks for, stemmed:
+    "which languages ..." -> {"languag"}.  Empty when the question names no
+    such noun ("who ...", "what is ...", "what kind of ...")."""
+    text = _BRACKET.sub(" ", question)
+    for m in _FOCUS.finditer(text):
+        if m.group(1):
+            return frozenset()
+        word = m.group(2).lower()
+        if word in GENERIC_NOUNS:
+            return frozenset()
+        if word in STOPWORDS or len(word) < 3:
+            continue
+        return frozenset({stem(word)})
+    return frozenset()
