@@ -46,6 +46,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/tog-bench-metaqa"))
     ap.add_argument("--method", choices=["tog", "tog-r"], default="tog")
+    ap.add_argument("--pruner", choices=["hybrid", "bm25", "random"], default="hybrid")
     ap.add_argument("--width", type=int, default=3)
     ap.add_argument("--depth", type=int, default=3)
     ap.add_argument("--record", action="store_true", help="Keep every run in the store (slower).")
@@ -67,7 +68,7 @@ def main() -> None:
     report = load_file(kg, args.data / "kb.txt.gz", fmt="delimited")
     print(f"KB: {report.triples:,} triples ({'already loaded' if report.already_complete else f'{time.perf_counter() - started:.1f} s'})")
     config = SearchConfig(width=args.width, depth=args.depth, method=args.method, seed=args.seed)
-    pruner, reasoner = get_pruner("bm25"), get_reasoner("offline")
+    pruner, reasoner = get_pruner(args.pruner, seed=args.seed), get_reasoner("offline")
 
     def answer_one(q):
         r = ask(kg, q.question, pruner, reasoner, config, q.topics, record=args.record)
@@ -75,7 +76,7 @@ def main() -> None:
         return {"prediction": r.result.answer.names, "depth": s["depth"], "kg_lookups": s["kg_lookups"],
                 "kg_seconds": s["kg_seconds"], "seconds": s["seconds"]}
 
-    print(f"method {args.method}, width {args.width}, depth {args.depth}, seed {args.seed}, "
+    print(f"method {args.method}, pruner {args.pruner}, width {args.width}, depth {args.depth}, seed {args.seed}, "
           f"{args.per_hop} dev questions per hop")
     for hop in (1, 2, 3):
         qs = [Question(d["id"], d["question"], d["answers"], [], d["type"])

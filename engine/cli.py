@@ -56,7 +56,7 @@ def search_options(fn):
                      help="Maximum search depth D."),
         click.option("--method", type=click.Choice(["tog", "tog-r"]), default="tog", show_default=True,
                      help="ToG scores entities; ToG-R keeps relation chains and samples entities."),
-        click.option("--pruner", type=click.Choice(["bm25", "random"]), default="bm25", show_default=True,
+        click.option("--pruner", type=click.Choice(["hybrid", "bm25", "random"]), default="hybrid", show_default=True,
                      help="How candidate paths are scored."),
         click.option("--threshold", type=click.FloatRange(0, 1), default=0.9, show_default=True,
                      help="Stop as soon as the judge's reward reaches this."),
@@ -245,7 +245,7 @@ def runs_prune(store, older_than) -> None:
     try:
         moment = cutoff(older_than)
     except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--older-than") from None
+        raise click.ClickException(f"--older-than: {e}") from None
     with _open(store) as kg:
         dropped = kg.prune_runs(moment)
     click.echo(f"removed {dropped} run(s) started before {moment}")

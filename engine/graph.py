@@ -122,6 +122,10 @@ class KnowledgeGraph(Protocol):
     def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
         """Informative relations around each entity, both directions."""
 
+    # optional, with the "schema" capability:
+    # def relation_schema(self, relation: Relation) -> list[Relation]:
+    #     """Relations seen one hop after ``relation`` (sampled)."""
+
     def expand(
         self, requests: Sequence[tuple[str, Relation]], limit: int = 100
     ) -> list[Candidate]:
@@ -199,6 +203,13 @@ def relation_roles(iri: str) -> tuple[str | None, str]:
     if len(parts) >= 3:
         return parts[-2].replace("_", " "), parts[-1].replace("_", " ")
     return None, relation_text(iri)
+
+
+def tail_role(relation: Relation) -> str | None:
+    """Words for what is reached through ``relation`` from its source: the
+    object's role for an ``out`` edge, the subject's for an ``in`` edge."""
+    subject, obj = relation_roles(relation.id)
+    return obj if relation.direction == "out" else subject
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.graph import Node, Relation, relation_roles
+from engine.graph import Node, Relation, tail_role
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +55,15 @@ class Path:
         if not self.hops:
             return None
         hop = self.hops[-1]
-        last = hop.via[-1] if hop.via else hop.relation
-        subject, obj = relation_roles(last.id)
-        return obj if last.direction == "out" else subject
+        return tail_role(hop.via[-1] if hop.via else hop.relation)
+
+    def relations(self) -> list[Relation]:
+        """Every relation along the path, looked-through hops included."""
+        out: list[Relation] = []
+        for h in self.hops:
+            out.append(h.relation)
+            out.extend(h.via)
+        return out
 
     def relation_texts(self) -> list[str]:
         return [h.relation_text for h in self.hops]

@@ -18,17 +18,29 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from engine.errors import UnknownComponentError
+from engine.graph import Relation
 from engine.paths import Path
 from engine.text import terms
 
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """One candidate shown to a pruner: ``path`` extended by one relation
-    (``path.hops[-1]`` is that relation's hop when ``entity`` is set)."""
+    """One candidate shown to a pruner.
+
+    Relation pruning: ``path`` is a beam path and ``relation`` the relation
+    that would extend it.  Entity pruning: ``path`` is the extended path
+    (its last hop holds the candidate entity) and ``relation`` is None.
+    ``text`` is the verbalised candidate.
+    """
 
     path: Path
     text: str
+    relation: Relation | None = None
+
+    @property
+    def chain(self) -> list[Relation]:
+        rels = self.path.relations()
+        return rels + [self.relation] if self.relation is not None else rels
 
 
 class Pruner(Protocol):
@@ -71,7 +83,9 @@ class BM25Pruner:
         index = self._bm25s.BM25()
         index.index(corpus, show_progress=False)
         vocab = {w for doc in corpus for w in doc}
-        query = [w for w in query if w in vocab]
+        # a compound question word also asks for its head: screenwriter -> writer
+        query = [v for w in query for v in ([w] if w in vocab else
+                 [v for v in vocab if len(v) >= 4 and len(w) > len(v) and w.endswith(v)])]
         if not query:
             return [0.0] * len(texts)
         return _normalise([float(s) for s in index.get_scores(query)])
@@ -81,6 +95,35 @@ class BM25Pruner:
 
     def score_entities(self, question: str, choices: Sequence[Choice]) -> list[float]:
         return self._scores(question, [c.text for c in choices])
+
+
+class HybridPruner:
+    """Alignment of the relation chain with the question (coverage, kind of
+    answer, sharing, order; see ``engine/alignment.py``), with BM25 over the
+    whole verbalised path to tell apart candidates the chain cannot."""
+
+    name = "hybrid"
+    BM25_WEIGHT = 0.2
+
+    def __init__(self, **options: object) -> None:
+        self.bm25 = BM25Pruner(**options)
+
+    def _scores(self, question: str, choices: Sequence[Choice]) -> list[float]:
+        from engine.alignment import QuestionModel
+
+        if not choices:
+            return []
+        names = sorted({c.path.topic.name for c in choices})
+        model = QuestionModel.of(question, names)
+        lexical = self.bm25._scores(question, [c.text for c in choices])
+        return [(1 - self.BM25_WEIGHT) * model.score(c.chain) + self.BM25_WEIGHT * b
+                for c, b in zip(choices, lexical)]
+
+    def score_relations(self, question: str, choices: Sequence[Choice]) -> list[float]:
+        return self._scores(question, choices)
+
+    def score_entities(self, question: str, choices: Sequence[Choice]) -> list[float]:
+        return self._scores(question, choices)
 
 
 class RandomPruner:
@@ -99,6 +142,7 @@ class RandomPruner:
 
 
 PRUNERS: dict[str, Callable[..., Pruner]] = {
+    "hybrid": HybridPruner,
     "bm25": BM25Pruner,
     "random": RandomPruner,
 }

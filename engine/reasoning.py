@@ -1,11 +1,14 @@
 """Reasoners: the judge (is the beam enough to answer?) and the answerer.
 
-The offline reasoner needs no LLM.  Its judge asks whether the relations one
-hop further could still explain words of the question that the kept paths do
-not explain yet: if no extended path would explain more of the question than
-the best kept path does now, going deeper cannot make the paths fit the
-question better, so the reward is 1 and the search stops; otherwise the
-reward drops by the share of the question that the best next hop would add.
+The offline reasoner needs no LLM.  It measures how well a path explains the
+question: the question's content words that the path's relations account for,
+plus whether the path ends in the kind of thing asked for ("which
+languages").  Its judge then looks ahead over the graph's schema (the
+relations around the beam's tails, then the relations that usually follow
+those) within the depth that is left: when no longer path could explain more
+than the best kept path already does, going deeper cannot help, the reward is
+1 and the search stops; otherwise the reward drops by the share of the
+question that going deeper could still explain.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from engine.errors import UnknownComponentError
-from engine.graph import Relation
+from engine.alignment import QuestionModel
+from engine.graph import Node, Relation
 from engine.paths import Path
-from engine.text import focus_terms, strip_mentions, terms
+
+MAX_OUTLOOK = 40    # relations tried per step of the look-ahead
 
 
 @dataclass(slots=True)
@@ -31,38 +36,26 @@ class Answer:
     reason: str = ""
 
 
+Schema = Callable[[Relation], Sequence[Relation]]
+
+
 class Reasoner(Protocol):
     name: str
 
-    def judge(self, question: str, topics: Sequence[str], paths: Sequence[Path],
-              next_relations: Mapping[str, Sequence[Relation]]) -> float:
+    def judge(self, question: str, topics: Sequence[Node], paths: Sequence[Path],
+              next_relations: Mapping[str, Sequence[Relation]], remaining: int = 0,
+              schema: Schema | None = None) -> float:
         """Reward in [0, 1]: how sufficient the kept ``paths`` are.
-        ``next_relations`` maps a path id to the relations around its tail."""
 
-    def answer(self, question: str, topics: Sequence[str], kept: Sequence[Path],
+        ``next_relations`` maps a path id to the relations around its tail,
+        ``remaining`` is how many hops the search may still take and
+        ``schema`` (when the backend has one) tells which relations follow a
+        relation.  A judge may ignore all three."""
+
+    def answer(self, question: str, topics: Sequence[Node], kept: Sequence[Path],
                candidates: Sequence[Path]) -> Answer:
         """The answer from the kept paths (``candidates``: every path scored at
         the last depth, kept or not, best first)."""
-
-
-def question_terms(question: str, topics: Sequence[str]) -> frozenset[str]:
-    return frozenset(terms(strip_mentions(question, list(topics))))
-
-
-def relation_terms(texts: Sequence[str]) -> frozenset[str]:
-    out: set[str] = set()
-    for t in texts:
-        out.update(terms(t))
-    return frozenset(out)
-
-
-def fits_focus(path: Path, focus: frozenset[str]) -> bool:
-    """False only when the question asks for a kind of thing ("which
-    languages") and the KG says the path's tail is something else."""
-    if not focus:
-        return True
-    role = path.answer_role()
-    return role is None or focus <= frozenset(terms(role))
 
 
 class OfflineReasoner:
@@ -74,29 +67,39 @@ class OfflineReasoner:
     def __init__(self, **_: object) -> None:
         pass
 
-    def judge(self, question, topics, paths, next_relations) -> float:
-        q = question_terms(question, topics)
-        if not q or not paths:
+    def judge(self, question, topics, paths, next_relations, remaining=0, schema=None) -> float:
+        if not paths or remaining <= 0:
             return 1.0
-        covered = [relation_terms(p.relation_texts()) & q for p in paths]
-        best = max(len(c) for c in covered)
-        gain = 0
-        for p, have in zip(paths, covered):
-            for rel in next_relations.get(p.id, ()):
-                gain = max(gain, len(have | (frozenset(terms(rel.text)) & q)) - best)
-        gain = gain / len(q)
-        reward = 1.0 - gain
-        focus = focus_terms(question)
-        if not any(fits_focus(p, focus) for p in paths):
-            reward = min(reward, 0.5)  # the tails are not what the question asks for
-        return round(reward, 6)
+        model = QuestionModel.of(question, [t.name for t in topics])
+        memo: dict[tuple, float] = {}
+
+        def outlook(chain: tuple[Relation, ...], options: Sequence[Relation], budget: int) -> float:
+            """Best utility reachable by taking 1..budget more hops."""
+            key = (chain, tuple(options), budget)
+            if key not in memo:
+                best = 0.0
+                for rel in list(options)[:MAX_OUTLOOK]:
+                    longer = chain + (rel,)
+                    best = max(best, model.utility(longer))
+                    if budget > 1 and schema is not None:
+                        best = max(best, outlook(longer, schema(rel), budget - 1))
+                memo[key] = best
+            return memo[key]
+
+        now = max(model.utility(p.relations()) for p in paths)
+        later = max(outlook(tuple(p.relations()), next_relations.get(p.id, ()), remaining) for p in paths)
+        gain = later - now
+        if gain <= 0:
+            return 1.0
+        return round(max(0.0, 1.0 - gain / model.size), 6)
 
     def answer(self, question, topics, kept, candidates) -> Answer:
-        pool = [p for p in candidates if p.tail.id not in topics]
+        topic_ids = {t.id for t in topics}
+        pool = [p for p in candidates if p.tail.id not in topic_ids]
         if not pool:
             return Answer([], from_kg=False, reason="no path from the topic entities reached an answer")
-        focus = focus_terms(question)
-        fitting = [p for p in pool if fits_focus(p, focus)] or pool
+        model = QuestionModel.of(question, [t.name for t in topics])
+        fitting = [p for p in pool if model.kind_fits(p.relations()[-1] if p.hops else None)] or pool
         best = max(fitting, key=lambda p: p.score)
         chain = best.chain
         kept_ids = {p.id for p in kept}

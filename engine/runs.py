@@ -16,7 +16,8 @@ from engine.search import Recorder, SearchConfig, SearchResult, search
 
 
 def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    """UTC now in ISO 8601 with microseconds (runs started in one second stay ordered)."""
+    return dt.datetime.now(dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def new_run_id() -> str:
@@ -99,7 +100,7 @@ def parse_age(text: str) -> dt.timedelta:
 
 def cutoff(age: str) -> str:
     moment = dt.datetime.now(dt.timezone.utc) - parse_age(age)
-    return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return moment.isoformat().replace("+00:00", "Z")
 
 
 def render_tree(tree: RunTree, show_pruned: bool = True, max_children: int = 12) -> str:

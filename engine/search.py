@@ -99,7 +99,6 @@ def search(
     seconds0 = getattr(kg, "seconds", 0.0)
     started = time.perf_counter()
     counter = iter(range(1_000_000))
-    topic_ids = [t.id for t in topics]
 
     beam = [Path(f"p{next(counter)}", t, nodes=frozenset({t.id})) for t in topics]
     recorder.record(beam, {p.id for p in beam})
@@ -111,7 +110,7 @@ def search(
 
     for depth in range(1, config.depth + 1):
         # 1. relation pruning, one call for the whole beam
-        choices = [Choice(p, _relation_text(p, rel)) for p in beam for rel in around.get(p.id, ())]
+        choices = [Choice(p, _relation_text(p, rel), rel) for p in beam for rel in around.get(p.id, ())]
         rels = [rel for p in beam for rel in around.get(p.id, ())]
         if not choices:
             break
@@ -156,12 +155,13 @@ def search(
         reached = depth
         # 4. judge: are the kept paths enough?
         around = _relations_of(kg, beam)
-        reward = reasoner.judge(question, topic_ids, beam, around)
+        schema = getattr(kg, "relation_schema", None) if "schema" in kg.capabilities else None
+        reward = reasoner.judge(question, topics, beam, around, config.depth - depth, schema)
         rewards.append(reward)
         if reward >= config.threshold:
             break
 
-    answer = reasoner.answer(question, topic_ids, beam if reached else [], candidates)
+    answer = reasoner.answer(question, topics, beam if reached else [], candidates)
     supporting = [everything[i] for i in answer.path_ids if i in everything]
     stats = {
         "depth": reached,

@@ -10,6 +10,7 @@ and start over on a re-run (again adding nothing twice).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -136,32 +137,42 @@ def _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors
             bar.update(raw_position(stream), report.triples, report.skipped)
 
 
+_COMMENT = re.compile(rb"(?m)^[ \t]*#")
+
+
 def _count_statements(lines: list[bytes], data: bytes) -> int:
     """Statements in a chunk that parsed cleanly: lines less blank and comment lines."""
-    blank = lines.count(b"\n") + lines.count(b"\r\n")
-    comments = data.count(b"\n#") + data.startswith(b"#")
-    return len(lines) - blank - comments
+    blank = sum(map(bytes.isspace, lines))
+    return len(lines) - blank - len(_COMMENT.findall(data))
 
 
 def _rdf_chunk(graph, lines, first, fmt, markers, predicates, langs):
-    """Write one chunk of N-Triples / N-Quads lines; returns (triples, names, bad)."""
+    """Write one chunk of N-Triples / N-Quads lines; returns (triples, names, bad).
+
+    The whole chunk goes to the bulk loader, which writes nothing when a line
+    is malformed; such a chunk is then parsed line by line, so a bad line
+    costs exactly that line.
+    """
     data = b"".join(lines)
     if fmt == "nt":
         try:
             graph.bulk_load_ntriples(data, ox.RdfFormat.N_TRIPLES)
         except SyntaxError:
-            pass  # fall through to the statement-by-statement path below
+            pass  # fall through to the line-by-line path below
         else:
             named = rdf.name_lines(data, markers)
             names = rdf.name_pairs(ox.parse(named, ox.RdfFormat.N_TRIPLES), predicates, langs) if named else []
             return _count_statements(lines, data), names, []
     good: list[ox.Quad] = []
     bad: list[tuple[int, str]] = []
-    for item in rdf.parse_with_errors(data, rdf.OX_FORMATS[fmt], first):
-        if isinstance(item, tuple):
-            bad.append(item)
-        else:
-            good.append(rdf.default_graph(item))
+    ox_format = rdf.OX_FORMATS[fmt]
+    for offset, line in enumerate(lines):
+        if line.isspace() or not line:
+            continue
+        try:
+            good.extend(rdf.default_graph(q) for q in ox.parse(line, ox_format))
+        except SyntaxError as e:
+            bad.append((first + offset, str(e).split(" (line")[0].replace("at line 1 ", "")))
     if good:
         graph.bulk_extend(good)
     return len(good), rdf.name_pairs(good, predicates, langs), bad

@@ -90,7 +90,7 @@ def _term(node_id: str, literal: bool) -> ox.NamedNode | ox.Literal:
 class OxigraphGraph:
     """``KnowledgeGraph`` over pyoxigraph.  ``path=None`` gives an in-memory store."""
 
-    capabilities = frozenset({"runs", "bulk_load", "named_graphs"})
+    capabilities = frozenset({"runs", "bulk_load", "named_graphs", "schema"})
 
     def __init__(
         self,
@@ -110,6 +110,7 @@ class OxigraphGraph:
         self.lookups = 0
         self.seconds = 0.0
         self._name_predicates: tuple[str, ...] | None = None
+        self._schema: dict[Relation, list[Relation]] = {}
 
     # -- plumbing ---------------------------------------------------------
     def _query(self, text: str, **kwargs):
@@ -169,11 +170,12 @@ class OxigraphGraph:
     def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
         out: dict[str, list[Relation]] = {e: [] for e in entities}
         iris = [e for e in entities if not e.startswith('"')]
+        names = set(self.name_predicates)
         for part in _chunks(iris):
             values = render("relations", entities=_rows(part))
             for row in self._query(values):
                 pred = row["p"].value
-                if self.policy.allows(pred):
+                if self.policy.allows(pred) and pred not in names:
                     out[row["e"].value].append(Relation(pred, row["dir"].value))
         for rels in out.values():
             rels.sort(key=lambda r: (r.id, r.direction))
@@ -231,14 +233,14 @@ class OxigraphGraph:
         cvts = sorted({x for _, x in unnamed})
         rels = self.relations(cvts)
         requests = [(x, r) for x in cvts for r in rels.get(x, []) if r.direction == "out"]
-        if not requests:
-            return []
-        second = self._expand_named(requests, limit)
+        second = self._expand_named(requests, limit) if requests else {}
         out = []
         for (source, rel), cvt in unnamed:
-            for c in second.get(cvt, []):
-                if c.node.id == source:
-                    continue
+            through = [c for c in second.get(cvt, []) if c.node.id != source]
+            if not through:
+                # nothing named behind it: offer the node itself under its IRI's tail
+                out.append(Candidate(source, rel, Node(cvt, local_name(cvt))))
+            for c in through:
                 out.append(Candidate(source, rel, c.node, via=(c.relation,)))
         return out
 
@@ -267,6 +269,18 @@ class OxigraphGraph:
                 if len(by_source[e]) < limit:
                     by_source[e].append(Candidate(e, Relation(p, "out"), node))
         return by_source
+
+    def relation_schema(self, relation: Relation) -> list[Relation]:
+        """Relations found around a sample of the nodes that ``relation``
+        leads to: what a path can do one hop after it.  Cached per store."""
+        if relation not in self._schema:
+            rows = self._query(sparql(f"schema_{relation.direction}"),
+                               substitutions={ox.Variable("p"): ox.NamedNode(relation.id)})
+            found = {Relation(r["q"].value, r["dir"].value) for r in rows}
+            names = set(self.name_predicates)
+            self._schema[relation] = sorted((r for r in found if self.policy.allows(r.id) and r.id not in names),
+                                            key=lambda r: (r.id, r.direction))
+        return self._schema[relation]
 
     def labels(self, ids: Sequence[str]) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -453,10 +467,13 @@ class OxigraphGraph:
         return RunTree(info, paths)
 
     def prune_runs(self, older_than: str) -> int:
-        """Drop every run started before ``older_than`` (ISO timestamp)."""
+        """Drop every run started before ``older_than`` (ISO 8601 timestamp)."""
+        import datetime as dt
+
+        limit = dt.datetime.fromisoformat(older_than)
         dropped = 0
         for run in self.runs():
-            if run.started < older_than:
+            if dt.datetime.fromisoformat(run.started) < limit:
                 self.store.remove_graph(ox.NamedNode(RUN_PREFIX + run.id))
                 dropped += 1
         self.store.flush()

@@ -1,0 +1,203 @@
+"""Shared fixtures: a tiny hand-made knowledge graph written to disk, a real
+on-disk Oxigraph store loaded from it through the real loader, and click's
+CliRunner for the real ``tog`` command.
+
+The fixture KG (``KG_NT``) is small enough to reason about by hand; every
+expected answer in the tests is derived from it:
+
+- Paul Author wrote (``written_by``) Quiz Game and Night Harbor;
+- Quiz Game: directed by Rita Director, screenplay by Paul Author and Cora
+  Writer, released "1994"^^xsd:gYear, genre Drama, starring Ann Actor;
+- Night Harbor: directed by Mike Maker, released "2001"^^xsd:gYear, genre
+  Drama, starring Ann Actor;
+- Paul Author was born in Springfield;
+- a Freebase-style corner: m.film1 ("Harbor Lights"@en, also a French name)
+  starring an unnamed CVT m.cvt1 -> actor m.actor1 ("Bea Star") and
+  character m.char1 ("Captain Nemo"); m.onlyfr has only a French name.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from engine.backends.oxigraph import OxigraphGraph
+from loaders.load import load_file
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = REPO / ".venv" / "bin"
+METAQA = REPO / "examples" / "metaqa"
+
+EX = "http://example.org/kg/"
+FB = "http://rdf.freebase.com/ns/"
+RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+OWL_SAMEAS = "http://www.w3.org/2002/07/owl#sameAs"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+def iri(local: str) -> str:
+    return EX + local
+
+
+def fb(local: str) -> str:
+    return FB + local
+
+
+def _label(e: str, name: str, lang: str | None = None) -> str:
+    tag = f"@{lang}" if lang else ""
+    return f'<{e}> <{RDFS_LABEL}> "{name}"{tag} .'
+
+
+def _edge(s: str, p: str, o: str) -> str:
+    return f"<{s}> <{p}> <{o}> ."
+
+
+LABELS = {
+    "quiz": "Quiz Game",
+    "harbor": "Night Harbor",
+    "paul": "Paul Author",
+    "cora": "Cora Writer",
+    "rita": "Rita Director",
+    "mike": "Mike Maker",
+    "drama": "Drama",
+    "springfield": "Springfield",
+    "ann": "Ann Actor",
+}
+
+KG_LINES = [
+    # a French label first, so "English preferred" is not just "first seen"
+    _label(iri("quiz"), "Jeu de Quiz", "fr"),
+    *[_label(iri(k), v, "en" if k == "quiz" else None) for k, v in LABELS.items()],
+    _edge(iri("quiz"), iri("written_by"), iri("paul")),
+    _edge(iri("harbor"), iri("written_by"), iri("paul")),
+    _edge(iri("quiz"), iri("screenplay_by"), iri("paul")),
+    _edge(iri("quiz"), iri("screenplay_by"), iri("cora")),
+    _edge(iri("quiz"), iri("directed_by"), iri("rita")),
+    _edge(iri("harbor"), iri("directed_by"), iri("mike")),
+    f'<{iri("quiz")}> <{iri("release_year")}> "1994"^^<{XSD}gYear> .',
+    f'<{iri("harbor")}> <{iri("release_year")}> "2001"^^<{XSD}gYear> .',
+    _edge(iri("quiz"), iri("has_genre"), iri("drama")),
+    _edge(iri("harbor"), iri("has_genre"), iri("drama")),
+    _edge(iri("quiz"), iri("starred_actors"), iri("ann")),
+    _edge(iri("harbor"), iri("starred_actors"), iri("ann")),
+    _edge(iri("paul"), iri("born_in"), iri("springfield")),
+    _edge(iri("quiz"), RDF_TYPE, iri("Film")),
+    _edge(iri("harbor"), RDF_TYPE, iri("Film")),
+    # Freebase-style corner
+    f'<{fb("m.film1")}> <{fb("type.object.name")}> "Lumières du port"@fr .',
+    f'<{fb("m.film1")}> <{fb("type.object.name")}> "Harbor Lights"@en .',
+    _edge(fb("m.film1"), fb("type.object.type"), fb("film.film")),
+    f'<{fb("m.film1")}> <{fb("common.topic.alias")}> "HL" .',
+    _edge(fb("m.film1"), OWL_SAMEAS, "http://www.wikidata.org/entity/Q1"),
+    _edge(fb("m.film1"), fb("film.film.starring"), fb("m.cvt1")),
+    _edge(fb("m.cvt1"), fb("film.performance.actor"), fb("m.actor1")),
+    _edge(fb("m.cvt1"), fb("film.performance.character"), fb("m.char1")),
+    _edge(fb("m.cvt1"), fb("film.performance.film"), fb("m.film1")),
+    f'<{fb("m.actor1")}> <{fb("type.object.name")}> "Bea Star"@en .',
+    f'<{fb("m.char1")}> <{fb("type.object.name")}> "Captain Nemo"@en .',
+    f'<{fb("m.onlyfr")}> <{fb("type.object.name")}> "Château Rouge"@fr .',
+    _edge(fb("m.film1"), fb("film.film.featured_filming_locations"), fb("m.onlyfr")),
+]
+KG_NT = "\n".join(KG_LINES) + "\n"
+KG_TRIPLES = len(KG_LINES)
+
+
+def write_nt(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------------------
+# Store bookkeeping: every graph a test opens is closed afterwards.
+
+_OPEN: list[OxigraphGraph] = []
+
+
+def open_graph(path: Path | str | None, create: bool = False) -> OxigraphGraph:
+    """Open a real on-disk store and remember it so it gets closed."""
+    g = OxigraphGraph(path, create=create)
+    _OPEN.append(g)
+    return g
+
+
+def close_graph(g: OxigraphGraph) -> None:
+    if hasattr(g, "store"):
+        g.close()
+
+
+def load_into(store: Path, *files: Path, **options) -> tuple[OxigraphGraph, list]:
+    """A store at ``store`` with ``files`` loaded; returns (graph, reports)."""
+    g = open_graph(store, create=True)
+    reports = [load_file(g, f, **options) for f in files]
+    return g, reports
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch):
+    """No traceback escape hatch leaking in; every store closed afterwards."""
+    monkeypatch.delenv("TOG_TRACEBACK", raising=False)
+    monkeypatch.delenv("TOG_STORE", raising=False)
+    yield
+    while _OPEN:
+        close_graph(_OPEN.pop())
+
+
+@pytest.fixture
+def kg_file(tmp_path: Path) -> Path:
+    """The fixture KG as an N-Triples file."""
+    path = tmp_path / "kg.nt"
+    path.write_text(KG_NT, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def kg(kg_file: Path, store_path: Path) -> OxigraphGraph:
+    """A real on-disk Oxigraph store holding the fixture KG."""
+    g, (report,) = load_into(store_path, kg_file)
+    assert report.skipped == 0
+    return g
+
+
+@pytest.fixture
+def loaded_store(kg_file: Path, store_path: Path) -> Path:
+    """The path of a store holding the fixture KG, closed (for the CLI)."""
+    g, _ = load_into(store_path, kg_file)
+    close_graph(g)
+    return store_path
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def tog(runner: CliRunner):
+    """Invoke the real ``tog`` command in-process."""
+    from engine.cli import cli
+
+    def invoke(*args: str, **kwargs):
+        return runner.invoke(cli, [str(a) for a in args], prog_name="tog", **kwargs)
+
+    return invoke
+
+
+def no_traceback(result) -> bool:
+    text = (result.output or "") + (getattr(result, "stderr", "") or "")
+    return "Traceback" not in text and (result.exception is None or isinstance(result.exception, SystemExit))
+
+
+def env_without_traceback() -> dict:
+    env = dict(os.environ)
+    env.pop("TOG_TRACEBACK", None)
+    env.pop("TOG_STORE", None)
+    return env

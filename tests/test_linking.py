@@ -1,0 +1,104 @@
+"""Entity linking against the name index of a real store."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import RDFS_LABEL, fb, iri, load_into, write_nt
+
+from engine.errors import QuestionError, UnknownEntityError
+from engine.linking import bracketed, link
+
+
+def ids(nodes):
+    return [n.id for n in nodes]
+
+
+@pytest.fixture
+def names_kg(tmp_path):
+    names = {"harbor": "Harbor", "night": "Night", "nightharbor": "Night Harbor", "it": "It",
+             "paul": "Paul Author", "cora": "Cora Writer", "twin1": "Twin Peak", "twin2": "Twin Peak"}
+    lines = [f'<{iri(k)}> <{RDFS_LABEL}> "{v}" .' for k, v in names.items()]
+    lines += [f"<{iri(k)}> <{iri('rel')}> <{iri('hub')}> ." for k in names]
+    g, _ = load_into(tmp_path / "store", write_nt(tmp_path / "names.nt", lines))
+    return g
+
+
+def test_bracketed_mentions():
+    assert bracketed("who directed [Quiz Game] and [ Night Harbor ] []") == ["Quiz Game", "Night Harbor"]
+    assert bracketed("no brackets here") == []
+
+
+def test_bracketed_mention_is_linked(kg):
+    nodes = link(kg, "who directed [Quiz Game]")
+    assert [(n.id, n.name) for n in nodes] == [(iri("quiz"), "Quiz Game")]
+    # normalised lookup: case and punctuation do not matter
+    assert ids(link(kg, "who directed [quiz  GAME!]")) == [iri("quiz")]
+    # a bracket wins over other names in the question
+    assert ids(link(kg, "did Paul Author write [Night Harbor]")) == [iri("harbor")]
+
+
+def test_two_bracketed_mentions(kg):
+    assert ids(link(kg, "films of [Paul Author] with [Cora Writer]")) == [iri("paul"), iri("cora")]
+
+
+def test_topic_by_name(kg):
+    nodes = link(kg, "who directed the films written by him", topics=["Paul Author"])
+    assert ids(nodes) == [iri("paul")]
+
+
+@pytest.mark.parametrize("form", ["{}", "<{}>"])
+def test_topic_by_iri(kg, form):
+    nodes = link(kg, "what is starring in it", topics=[form.format(fb("m.film1"))])
+    assert [(n.id, n.name) for n in nodes] == [(fb("m.film1"), "Harbor Lights")]
+
+
+def test_topic_overrides_brackets(kg):
+    assert ids(link(kg, "who directed [Quiz Game]", topics=["Night Harbor"])) == [iri("harbor")]
+
+
+def test_ngrams_pick_the_longest_match(names_kg):
+    assert ids(link(names_kg, "who directed night harbor")) == [iri("nightharbor")]
+    assert ids(link(names_kg, "who directed Night Harbor?")) == [iri("nightharbor")]
+
+
+def test_ngrams_find_every_non_overlapping_mention(names_kg):
+    nodes = link(names_kg, "which films did paul author and cora writer make at night")
+    assert set(ids(nodes)) == {iri("paul"), iri("cora"), iri("night")}
+
+
+def test_ngrams_skip_stop_words(names_kg):
+    # "It" is an entity, but a lone stop word is never taken for one
+    assert ids(link(names_kg, "was it paul author")) == [iri("paul")]
+
+
+def test_same_name_gives_every_entity(names_kg):
+    assert set(ids(link(names_kg, "where is [Twin Peak]"))) == {iri("twin1"), iri("twin2")}
+
+
+@pytest.mark.parametrize("question, topics", [
+    ("who directed [No Such Film]", ()),
+    ("who directed it", ("No Such Film",)),
+    ("who directed it", ("http://example.org/kg/nobody",)),
+    ("who directed it", ("<http://example.org/kg/nobody>",)),
+    ("who directed it", ("Paul Author", "Nobody Known")),
+])
+def test_unknown_entity(kg, question, topics):
+    with pytest.raises(UnknownEntityError) as e:
+        link(kg, question, topics)
+    assert "unknown entity" in str(e.value)
+
+
+def test_unknown_entity_error_names_the_mention(kg):
+    with pytest.raises(UnknownEntityError, match="No Such Film"):
+        link(kg, "who directed [No Such Film]")
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\n\t"])
+def test_empty_question(kg, question):
+    with pytest.raises(QuestionError, match="empty"):
+        link(kg, question)
+
+
+def test_question_without_any_entity(kg):
+    with pytest.raises(QuestionError, match="mark it like"):
+        link(kg, "who directed the best film ever")

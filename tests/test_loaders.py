@@ -1,0 +1,457 @@
+"""Loaders against a real on-disk Oxigraph store: bad lines, formats,
+compression, idempotence, names and resuming an interrupted load."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import os
+import re
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+from conftest import (
+    EX,
+    KG_TRIPLES,
+    RDFS_LABEL,
+    VENV_BIN,
+    close_graph,
+    env_without_traceback,
+    fb,
+    iri,
+    load_into,
+    no_traceback,
+    open_graph,
+    write_nt,
+)
+
+from engine.errors import LoadError
+from engine.graph import Relation, name_key
+from loaders.load import load_file
+from loaders.triples import entity_iri, relation_iri
+
+
+def content(g) -> tuple[list[str], list[str]]:
+    """Everything a load writes: the KG (default graph) and the name index."""
+    kg = sorted(str(q) for q in g.store.quads_for_pattern(None, None, None, ox.DefaultGraph()))
+    names = sorted(str(q) for q in g.store.quads_for_pattern(None, None, None, ox.NamedNode("urn:tog:names")))
+    return kg, names
+
+
+def has(g, s: str, p: str, o: ox.NamedNode | ox.Literal) -> bool:
+    return any(True for _ in g.store.quads_for_pattern(ox.NamedNode(s), ox.NamedNode(p), o, ox.DefaultGraph()))
+
+
+# ---------------------------------------------------------------------------
+# N-Triples with bad lines
+
+GOOD_AROUND_BAD = [
+    f"<{iri('a')}> <{iri('p')}> <{iri('b')}> .",
+    f'<{iri("a")}> <{RDFS_LABEL}> "Alpha" .',
+    "this is not a triple",  # line 3
+    f"<{iri('c')}> <{iri('p')}> <{iri('d')}> .",
+    f'<{iri("d")}> <{iri("q")}> "x" .',
+]
+
+
+def test_nt_bad_line_is_reported_and_skipped(tmp_path):
+    f = write_nt(tmp_path / "bad.nt", GOOD_AROUND_BAD)
+    g, (report,) = load_into(tmp_path / "store", f)
+    assert report.skipped == 1
+    assert len(report.bad) == 1
+    line, reason = report.bad[0]
+    assert line == 3
+    assert reason  # a parser message, not an empty string
+    assert report.triples == 4
+    assert g.stats()["triples"] == 4
+    assert has(g, iri("a"), iri("p"), ox.NamedNode(iri("b")))
+    assert has(g, iri("c"), iri("p"), ox.NamedNode(iri("d")))
+    assert has(g, iri("d"), iri("q"), ox.Literal("x"))
+    assert g.search_entities(["alpha"])["alpha"][0].id == iri("a")
+
+
+def test_nt_bad_line_in_a_later_chunk_keeps_its_file_line_number(tmp_path):
+    lines = [f"<{iri(f'e{i}')}> <{iri('p')}> <{iri(f'e{i + 1}')}> ." for i in range(200)]
+    lines[150] = "not a triple at all"
+    f = write_nt(tmp_path / "bad.nt", lines)
+    g, (report,) = load_into(tmp_path / "store", f, chunk_bytes=1024)
+    assert report.skipped == 1
+    assert report.bad[0][0] == 151
+    assert g.stats()["triples"] == 199
+    assert has(g, iri("e151"), iri("p"), ox.NamedNode(iri("e152")))
+
+
+@pytest.mark.parametrize("bad", [
+    "<http://example.org/kg/b> <http://example.org/kg/p> <http://example.org/kg/c .",  # unterminated IRI
+    '<http://example.org/kg/b> <http://example.org/kg/p> "unterminated .',
+    "<http://example.org/kg/b> <http://example.org/kg/p> <http://example.org/kg/c>",  # no final dot
+], ids=["unterminated-iri", "unterminated-literal", "missing-dot"])
+def test_nt_any_malformed_line_costs_exactly_that_line(tmp_path, bad):
+    good = [f"<{iri('a')}> <{iri('p')}> <{iri('b')}> .",
+            f"<{iri('c')}> <{iri('p')}> <{iri('d')}> .",
+            f"<{iri('d')}> <{iri('p')}> <{iri('e')}> ."]
+    f = write_nt(tmp_path / "bad.nt", [good[0], bad, good[1], good[2]])
+    g, (report,) = load_into(tmp_path / "store", f)
+    assert (report.skipped, [b[0] for b in report.bad]) == (1, [2])
+    kg, _ = content(g)
+    assert len(kg) == 3
+    for s, o in (("a", "b"), ("c", "d"), ("d", "e")):
+        assert has(g, iri(s), iri("p"), ox.NamedNode(iri(o)))
+
+
+def test_max_errors_exceeded_raises_load_error(tmp_path):
+    f = write_nt(tmp_path / "bad.nt", GOOD_AROUND_BAD + ["also bad", "bad again"])
+    g = open_graph(tmp_path / "store", create=True)
+    with pytest.raises(LoadError) as e:
+        load_file(g, f, max_errors=2)
+    msg = str(e.value)
+    assert "more than 2 bad lines" in msg
+    assert "--max-errors" in msg
+    assert str(f) in msg
+    # within the limit the same file loads
+    report = load_file(g, f, max_errors=3)
+    assert report.skipped == 3
+
+
+def test_max_errors_via_cli_is_one_clean_error(tmp_path, tog):
+    f = write_nt(tmp_path / "bad.nt", GOOD_AROUND_BAD)
+    result = tog("load", f, "--store", tmp_path / "store", "--max-errors", "0")
+    assert result.exit_code != 0
+    assert no_traceback(result)
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1
+    assert "max-errors" in errors[0]
+
+
+# ---------------------------------------------------------------------------
+# Delimited files
+
+DELIMITED = [
+    ("Quiz Game", "directed_by", "Rita Director"),
+    ("Quiz Game", "written_by", "Paul Author"),
+    ("Night Harbor", "written_by", "Paul Author"),
+    ("Night Harbor", "release_year", "2001"),
+]
+
+
+def _delimited(path: Path, sep: str, rows=DELIMITED) -> Path:
+    path.write_text("".join(sep.join(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_pipe_delimited_file(tmp_path):
+    f = _delimited(tmp_path / "kb.txt", "|")
+    g, (report,) = load_into(tmp_path / "store", f)
+    assert report.format == "delimited"
+    assert report.triples == len(DELIMITED)
+    entities = {x for h, _, t in DELIMITED for x in (h, t)}
+    # one relation triple per line plus one label per distinct node
+    assert g.stats()["triples"] == len(DELIMITED) + len(entities)
+    assert g.stats()["names"] == len(entities)
+    quiz = entity_iri("Quiz Game")
+    assert has(g, quiz, relation_iri("directed_by"), ox.NamedNode(entity_iri("Rita Director")))
+    assert g.labels([quiz]) == {quiz: "Quiz Game"}
+    rels = g.relations([entity_iri("Paul Author")])[entity_iri("Paul Author")]
+    assert rels == [Relation(relation_iri("written_by"), "in")]
+    assert [n.id for n in g.search_entities(["night harbor"])["night harbor"]] == [entity_iri("Night Harbor")]
+
+
+def test_tsv_gives_the_same_store_as_pipes(tmp_path):
+    g1, _ = load_into(tmp_path / "s1", _delimited(tmp_path / "kb.txt", "|"))
+    g2, (report,) = load_into(tmp_path / "s2", _delimited(tmp_path / "kb.tsv", "\t"))
+    assert report.format == "tsv"
+    assert content(g1) == content(g2)
+    # a .txt file with tabs is recognised as tab-separated too
+    g3, _ = load_into(tmp_path / "s3", _delimited(tmp_path / "tabs.txt", "\t"))
+    assert content(g3) == content(g1)
+
+
+def test_delimited_bad_line_is_counted(tmp_path):
+    f = tmp_path / "kb.txt"
+    f.write_text("A|rel|B\nonly|two\nC|rel|D\n", encoding="utf-8")
+    g, (report,) = load_into(tmp_path / "store", f)
+    assert report.skipped == 1
+    assert report.bad[0][0] == 2
+    assert "3 fields" in report.bad[0][1]
+    assert report.triples == 2
+    assert has(g, entity_iri("C"), relation_iri("rel"), ox.NamedNode(entity_iri("D")))
+
+
+# ---------------------------------------------------------------------------
+# Compression
+
+@pytest.mark.parametrize("kind", ["nt", "delimited"])
+def test_gzip_and_bz2_match_plain(tmp_path, kind, kg_file):
+    plain = kg_file if kind == "nt" else _delimited(tmp_path / "kb.txt", "|")
+    data = plain.read_bytes()
+    suffix = plain.suffix
+    gz = tmp_path / f"packed{suffix}.gz"
+    gz.write_bytes(gzip.compress(data))
+    bz = tmp_path / f"packed{suffix}.bz2"
+    bz.write_bytes(bz2.compress(data))
+    g0, (r0,) = load_into(tmp_path / "plain", plain)
+    expected = content(g0)
+    assert expected[0]  # something was loaded
+    for packed in (gz, bz):
+        g, (r,) = load_into(tmp_path / packed.name.replace(".", "_"), packed)
+        assert content(g) == expected
+        assert (r.triples, r.skipped, r.names) == (r0.triples, r0.skipped, r0.names)
+
+
+# ---------------------------------------------------------------------------
+# Other RDF formats
+
+def test_turtle_bad_statement_recovers(tmp_path):
+    f = tmp_path / "kg.ttl"
+    f.write_text(
+        f"@prefix ex: <{EX}> .\n"
+        f"@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+        "ex:a ex:p ex:b .\n"
+        "ex:b nope:p ex:c .\n"  # line 4: undefined prefix
+        "ex:c ex:p ex:d .\n"
+        'ex:d rdfs:label "Delta" .\n',
+        encoding="utf-8")
+    g, (report,) = load_into(tmp_path / "store", f)
+    assert report.format == "turtle"
+    assert report.skipped == 1
+    assert report.bad[0][0] == 4
+    assert report.triples == 3
+    assert has(g, iri("a"), iri("p"), ox.NamedNode(iri("b")))
+    assert has(g, iri("c"), iri("p"), ox.NamedNode(iri("d")))
+    assert not has(g, iri("b"), iri("p"), ox.NamedNode(iri("c")))
+    assert [n.id for n in g.search_entities(["delta"])["delta"]] == [iri("d")]
+
+
+def test_rdf_xml_through_pyoxigraph(tmp_path):
+    f = tmp_path / "kg.rdf"
+    f.write_text(f"""<?xml version="1.0"?>
+<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+         xmlns:rdfs="http://www.w3.org/2000/01/rdf-schema#" xmlns:ex="{EX}">
+  <rdf:Description rdf:about="{iri('a')}">
+    <rdfs:label xml:lang="en">Alpha Node</rdfs:label>
+    <ex:p rdf:resource="{iri('b')}"/>
+    <ex:year rdf:datatype="http://www.w3.org/2001/XMLSchema#gYear">1999</ex:year>
+  </rdf:Description>
+</rdf:RDF>
+""", encoding="utf-8")
+    g, (report,) = load_into(tmp_path / "store", f)
+    assert report.format == "xml"
+    assert report.triples == 3
+    assert g.stats()["triples"] == 3
+    assert has(g, iri("a"), iri("p"), ox.NamedNode(iri("b")))
+    assert [n.id for n in g.search_entities(["alpha node"])["alpha node"]] == [iri("a")]
+
+
+def test_trix_through_rdflib(tmp_path):
+    f = tmp_path / "kg.trix"
+    f.write_text(f"""<?xml version="1.0" encoding="utf-8"?>
+<TriX xmlns="http://www.w3.org/2004/03/trix/trix-1/">
+  <graph>
+    <uri>{EX}graph1</uri>
+    <triple><uri>{iri('a')}</uri><uri>{iri('p')}</uri><uri>{iri('b')}</uri></triple>
+    <triple><uri>{iri('b')}</uri><uri>{RDFS_LABEL}</uri><plainLiteral xml:lang="en">Beta</plainLiteral></triple>
+    <triple><uri>{iri('b')}</uri><uri>{RDFS_LABEL}</uri><plainLiteral xml:lang="de">Betta</plainLiteral></triple>
+  </graph>
+</TriX>
+""", encoding="utf-8")
+    g, (report,) = load_into(tmp_path / "store", f)
+    assert report.format == "trix"
+    assert report.triples == 3
+    assert report.skipped == 0
+    # named graphs of the source end up in the KG's default graph
+    assert g.stats()["triples"] == 3
+    assert has(g, iri("a"), iri("p"), ox.NamedNode(iri("b")))
+    assert g.labels([iri("b")]) == {iri("b"): "Beta"}
+    assert list(g.search_entities(["beta", "betta"])) == ["beta"]
+
+
+def test_unparseable_rdflib_file_is_a_load_error(tmp_path):
+    f = tmp_path / "broken.trix"
+    f.write_text("<TriX><graph><triple>", encoding="utf-8")
+    g = open_graph(tmp_path / "store", create=True)
+    with pytest.raises(LoadError, match="trix"):
+        load_file(g, f)
+
+
+def test_unknown_format_and_missing_file(tmp_path):
+    g = open_graph(tmp_path / "store", create=True)
+    odd = tmp_path / "data.weird"
+    odd.write_text("x\n")
+    with pytest.raises(LoadError, match="--format"):
+        load_file(g, odd)
+    with pytest.raises(LoadError, match="unknown format"):
+        load_file(g, odd, fmt="nope")
+    with pytest.raises(LoadError, match="no such file"):
+        load_file(g, tmp_path / "missing.nt")
+
+
+# ---------------------------------------------------------------------------
+# Idempotence
+
+@pytest.mark.parametrize("kind", ["nt", "delimited"])
+def test_loading_twice_adds_nothing(tmp_path, kind, kg_file):
+    f = kg_file if kind == "nt" else _delimited(tmp_path / "kb.txt", "|")
+    g, (first,) = load_into(tmp_path / "store", f)
+    stats = g.stats()
+    before = content(g)
+    again = load_file(g, f)
+    assert again.already_complete
+    assert again.triples == first.triples
+    forced = load_file(g, f, force=True)
+    assert not forced.already_complete
+    assert forced.triples == first.triples
+    assert g.stats() == stats
+    assert content(g) == before
+    # and after reopening the store from disk
+    close_graph(g)
+    g2 = open_graph(tmp_path / "store")
+    assert load_file(g2, f).already_complete
+    assert g2.stats() == stats
+
+
+def test_fixture_kg_counts(kg):
+    stats = kg.stats()
+    assert stats["triples"] == KG_TRIPLES
+    assert stats["runs"] == 0
+
+
+# ---------------------------------------------------------------------------
+# Names
+
+def test_names_from_rdfs_label_and_freebase_name(kg):
+    found = kg.search_entities([name_key("Quiz Game"), name_key("Harbor Lights"), name_key("Bea Star")])
+    assert [n.id for n in found["quiz game"]] == [iri("quiz")]
+    assert [n.id for n in found["harbor lights"]] == [fb("m.film1")]
+    assert [n.id for n in found["bea star"]] == [fb("m.actor1")]
+
+
+def test_english_name_preferred(kg):
+    names = kg.labels([iri("quiz"), fb("m.film1"), fb("m.onlyfr"), iri("paul")])
+    # both have a French name stored before the English one
+    assert names[iri("quiz")] == "Quiz Game"
+    assert names[fb("m.film1")] == "Harbor Lights"
+    # an entity with only a French name is still labelled with it
+    assert names[fb("m.onlyfr")] == "Château Rouge"
+    assert names[iri("paul")] == "Paul Author"
+
+
+def test_non_english_names_not_indexed_by_default(kg):
+    keys = [name_key("Château Rouge"), name_key("Jeu de Quiz"), name_key("Lumières du port")]
+    assert kg.search_entities(keys) == {}
+
+
+def test_name_langs_option_indexes_other_languages(tmp_path, kg_file):
+    g, _ = load_into(tmp_path / "store", kg_file, name_langs=("fr",))
+    found = g.search_entities([name_key("Château Rouge"), name_key("Quiz Game")])
+    assert [n.id for n in found["chateau rouge"]] == [fb("m.onlyfr")]
+    # English was not asked for this time
+    assert "quiz game" not in found
+
+
+def test_custom_name_predicate(tmp_path):
+    foaf = "http://xmlns.com/foaf/0.1/name"
+    f = write_nt(tmp_path / "k.nt", [
+        f'<{iri("z")}> <{foaf}> "Zora Zed" .',
+        f"<{iri('z')}> <{iri('p')}> <{iri('y')}> .",
+    ])
+    g0, _ = load_into(tmp_path / "default", f)
+    assert g0.search_entities(["zora zed"]) == {}
+    g, _ = load_into(tmp_path / "store", f, name_predicates=(foaf,))
+    assert [n.id for n in g.search_entities(["zora zed"])["zora zed"]] == [iri("z")]
+    assert g.labels([iri("z")]) == {iri("z"): "Zora Zed"}
+
+
+# ---------------------------------------------------------------------------
+# Resuming an interrupted load
+
+def _generated(path: Path, n: int) -> Path:
+    lines = []
+    for i in range(n):
+        lines.append(f"<{EX}gen/e{i}> <{EX}gen/next> <{EX}gen/e{i + 1}> .")
+        if i % 4 == 0:
+            lines.append(f'<{EX}gen/e{i}> <{RDFS_LABEL}> "Generated {i}" .')
+    return write_nt(path, lines)
+
+
+_PROGRESS = re.compile(rb"([1-9][\d,]*) triples")
+
+
+def _kill_mid_load(f: Path, store: Path, chunks_before_kill: int = 3) -> bool:
+    """Run `tog load` in a subprocess and SIGKILL it once its progress bar
+    shows that a few chunks (each checkpointed) are written.  True when the
+    kill landed before the load finished."""
+    proc = subprocess.Popen(
+        [str(VENV_BIN / "tog"), "load", str(f), "--store", str(store), "--chunk-bytes", "2048", "--progress"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env_without_traceback())
+    seen = b""
+    updates = 0
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([proc.stderr], [], [], 0.5)
+            if ready:
+                data = os.read(proc.stderr.fileno(), 65536)
+                if not data:
+                    break
+                seen += data
+                updates = len(_PROGRESS.findall(seen))
+                if updates >= chunks_before_kill:
+                    proc.send_signal(signal.SIGKILL)
+                    break
+            elif proc.poll() is not None:
+                break
+    finally:
+        if proc.poll() is None and updates < chunks_before_kill:
+            proc.kill()
+        proc.wait()
+        proc.stderr.close()
+    return proc.returncode == -signal.SIGKILL and updates >= chunks_before_kill
+
+
+def test_killed_load_resumes(tmp_path, tog):
+    for attempt, size in enumerate((2500, 6000, 15000)):
+        f = _generated(tmp_path / f"gen{attempt}.nt", size)
+        store = tmp_path / f"killed{attempt}"
+        if _kill_mid_load(f, store):
+            break
+    else:
+        pytest.fail("every load finished before it could be killed")
+    total_lines = len(f.read_text().splitlines())
+    clean, (clean_report,) = load_into(tmp_path / "clean", f)
+    expected = content(clean)
+    close_graph(clean)
+
+    g = open_graph(store)
+    partial = g.stats()["triples"]
+    assert 0 < partial < clean_report.triples
+    close_graph(g)
+
+    result = tog("load", f, "--store", store)
+    assert result.exit_code == 0, result.output
+    m = re.search(r"resumed at line ([\d,]+)", result.output)
+    assert m, result.output
+    resumed_from = int(m.group(1).replace(",", ""))
+    assert 0 < resumed_from < total_lines
+
+    g = open_graph(store)
+    assert content(g) == expected
+    assert g.stats() == {"triples": clean_report.triples, "names": clean_report.names, "runs": 0}
+    # the checkpoint says complete now: a third run does nothing
+    report = load_file(g, f)
+    assert report.already_complete
+    assert report.lines == total_lines
+
+
+def test_report_does_not_count_whitespace_lines_as_triples(tmp_path):
+    f = tmp_path / "ws.nt"
+    f.write_text(f"<{iri('a')}> <{iri('p')}> <{iri('b')}> .\n   \n\t\n"
+                 f"<{iri('a')}> <{iri('p')}> <{iri('c')}> .\n", encoding="utf-8")
+    g, (report,) = load_into(tmp_path / "store", f)
+    assert g.stats()["triples"] == 2
+    assert report.skipped == 0
+    assert report.triples == 2

@@ -1,0 +1,305 @@
+"""The KnowledgeGraph protocol on a real on-disk Oxigraph store."""
+
+from __future__ import annotations
+
+import pyoxigraph as ox
+import pytest
+from conftest import (
+    FB,
+    KG_TRIPLES,
+    RDFS_LABEL,
+    XSD,
+    close_graph,
+    fb,
+    iri,
+    load_into,
+    open_graph,
+    write_nt,
+)
+
+from engine.backends.oxigraph import OxigraphGraph
+from engine.errors import StoreError, UnknownRunError
+from engine.graph import KnowledgeGraph, PathRecord, Relation, RunInfo, name_key
+from engine.queries import render, sparql, sparql_values
+
+
+def test_is_a_knowledge_graph(kg):
+    assert isinstance(kg, KnowledgeGraph)
+    assert "runs" in kg.capabilities
+
+
+def test_missing_store_is_a_store_error(tmp_path):
+    with pytest.raises(StoreError, match="tog load"):
+        OxigraphGraph(tmp_path / "nowhere")
+    assert not (tmp_path / "nowhere").exists()
+
+
+# ---------------------------------------------------------------------------
+# relations()
+
+@pytest.fixture
+def hub(tmp_path):
+    lines = [f"<{iri('hub')}> <{iri('links')}> <{iri(f'n{i}')}> ." for i in range(40)]
+    lines += [f"<{iri(f'm{i}')}> <{iri('links')}> <{iri('hub')}> ." for i in range(5)]
+    lines += [f"<{iri(f'm{i}')}> <{iri('likes')}> <{iri('hub')}> ." for i in range(3)]
+    lines += [f'<{iri(f"n{i}")}> <{RDFS_LABEL}> "Node {i:02d}" .' for i in range(40)]
+    lines += [f'<{iri(f"m{i}")}> <{RDFS_LABEL}> "Member {i}" .' for i in range(5)]
+    lines += [f'<{iri("hub")}> <{RDFS_LABEL}> "The Hub" .']
+    g, _ = load_into(tmp_path / "hub-store", write_nt(tmp_path / "hub.nt", lines))
+    return g
+
+
+def test_relations_are_distinct_per_predicate_and_direction(hub):
+    rels = hub.relations([iri("hub")])[iri("hub")]
+    assert sorted(rels, key=lambda r: (r.id, r.direction)) == [
+        Relation(iri("likes"), "in"),
+        Relation(iri("links"), "in"),
+        Relation(iri("links"), "out"),
+    ]
+
+
+def test_relation_query_text_has_distinct():
+    text = sparql("relations")
+    assert "SELECT DISTINCT" in text
+    rendered = render("relations", entities=sparql_values([(ox.NamedNode(iri("x")),)]))
+    assert "{{" not in rendered
+    assert f"(<{iri('x')}>)" in rendered
+    with pytest.raises(KeyError):
+        render("relations", nothing="x")
+
+
+def test_relations_batch_and_policy(kg):
+    out = kg.relations([iri("quiz"), iri("paul"), fb("m.film1"), fb("m.cvt1")])
+    assert set(out) == {iri("quiz"), iri("paul"), fb("m.film1"), fb("m.cvt1")}
+    assert set(out[iri("quiz")]) == {
+        Relation(iri(p), "out") for p in
+        ("written_by", "screenplay_by", "directed_by", "release_year", "has_genre", "starred_actors")}
+    assert set(out[iri("paul")]) == {
+        Relation(iri("written_by"), "in"), Relation(iri("screenplay_by"), "in"), Relation(iri("born_in"), "out")}
+    # type.object.*, common.*, owl:sameAs never offered; names never offered
+    assert set(out[fb("m.film1")]) == {
+        Relation(fb("film.film.starring"), "out"),
+        Relation(fb("film.film.featured_filming_locations"), "out"),
+        Relation(fb("film.performance.film"), "in"),
+    }
+    for rels in out.values():
+        for r in rels:
+            assert not r.id.startswith((FB + "type.object.", FB + "common."))
+            assert r.id not in (RDFS_LABEL, "http://www.w3.org/1999/02/22-rdf-syntax-ns#type",
+                                "http://www.w3.org/2002/07/owl#sameAs")
+
+
+def test_relations_of_unknown_entity_and_literal(kg):
+    lit = '"1994"^^<http://www.w3.org/2001/XMLSchema#gYear>'
+    assert kg.relations([iri("nobody"), lit]) == {iri("nobody"): [], lit: []}
+
+
+# ---------------------------------------------------------------------------
+# expand()
+
+def test_expand_both_directions(kg):
+    found = kg.expand([
+        (iri("paul"), Relation(iri("written_by"), "in")),
+        (iri("quiz"), Relation(iri("directed_by"), "out")),
+    ])
+    got = {(c.source, c.relation, c.node.id, c.node.name) for c in found}
+    assert got == {
+        (iri("paul"), Relation(iri("written_by"), "in"), iri("quiz"), "Quiz Game"),
+        (iri("paul"), Relation(iri("written_by"), "in"), iri("harbor"), "Night Harbor"),
+        (iri("quiz"), Relation(iri("directed_by"), "out"), iri("rita"), "Rita Director"),
+    }
+    assert all(not c.node.literal and not c.via for c in found)
+
+
+def test_expand_literal_objects(kg):
+    (c,) = kg.expand([(iri("quiz"), Relation(iri("release_year"), "out"))])
+    assert c.node.literal
+    assert c.node.name == "1994"
+    assert c.node.datatype == XSD + "gYear"
+    assert c.node.id == f'"1994"^^<{XSD}gYear>'
+    # a literal id round-trips through labels()
+    assert kg.labels([c.node.id]) == {c.node.id: "1994"}
+
+
+def test_expand_limit_is_per_request(hub):
+    out_rel, in_rel = Relation(iri("links"), "out"), Relation(iri("links"), "in")
+    found = hub.expand([(iri("hub"), out_rel), (iri("hub"), in_rel)], limit=3)
+    outs = [c for c in found if c.relation == out_rel]
+    ins = [c for c in found if c.relation == in_rel]
+    assert len(outs) == 3
+    assert len({c.node.id for c in outs}) == 3
+    assert len(ins) == 3
+    assert {c.node.id for c in ins} <= {iri(f"m{i}") for i in range(5)}
+    assert len(hub.expand([(iri("hub"), in_rel)], limit=10)) == 5
+    everything = hub.expand([(iri("hub"), out_rel)], limit=100)
+    assert len(everything) == 40
+    assert {c.node.name for c in everything} == {f"Node {i:02d}" for i in range(40)}
+
+
+def test_cvt_is_looked_through(kg):
+    starring = Relation(fb("film.film.starring"), "out")
+    found = kg.expand([(fb("m.film1"), starring)])
+    got = {(c.node.id, c.node.name, c.via) for c in found}
+    assert got == {
+        (fb("m.actor1"), "Bea Star", (Relation(fb("film.performance.actor"), "out"),)),
+        (fb("m.char1"), "Captain Nemo", (Relation(fb("film.performance.character"), "out"),)),
+    }
+    assert all(c.source == fb("m.film1") and c.relation == starring for c in found)
+    # the unnamed node itself is never a candidate, nor the way back to the source
+    assert fb("m.cvt1") not in {c.node.id for c in found}
+    texts = {c.relation_text for c in found}
+    assert texts == {"film starring / film performance actor", "film starring / film performance character"}
+
+
+def test_expand_empty_and_unknown(kg):
+    assert kg.expand([]) == []
+    assert kg.expand([(iri("nobody"), Relation(iri("written_by"), "out"))]) == []
+
+
+# ---------------------------------------------------------------------------
+# labels() and search_entities()
+
+def test_labels(kg):
+    ids = [iri("quiz"), iri("paul"), fb("m.film1"), fb("m.cvt1"), iri("nobody")]
+    names = kg.labels(ids)
+    assert names == {iri("quiz"): "Quiz Game", iri("paul"): "Paul Author", fb("m.film1"): "Harbor Lights"}
+
+
+def test_search_entities_normalises_names(tmp_path):
+    f = write_nt(tmp_path / "n.nt", [
+        f'<{iri("cafe")}> <{RDFS_LABEL}> "Café Déjà-Vu!" .',
+        f"<{iri('cafe')}> <{iri('p')}> <{iri('x')}> .",
+        f'<{iri("twin1")}> <{RDFS_LABEL}> "Twin" .',
+        f'<{iri("twin2")}> <{RDFS_LABEL}> "TWIN" .',
+    ])
+    g, _ = load_into(tmp_path / "store", f)
+    for text in ("café déjà-vu!", "CAFE DEJA VU", "  Cafe, deja   vu ", "café déjà vu"):
+        found = g.search_entities([name_key(text)])
+        assert [(n.id, n.name) for n in found[name_key(text)]] == [(iri("cafe"), "Café Déjà-Vu!")], text
+    twins = g.search_entities(["twin"])["twin"]
+    assert {n.id for n in twins} == {iri("twin1"), iri("twin2")}
+    assert g.search_entities(["cafe deja"]) == {}
+    assert g.search_entities([]) == {}
+    assert g.search_entities([""]) == {}
+
+
+def test_search_with_injection_attempt_returns_nothing(kg):
+    nasty = ['"} UNION { ?e ?p ?key } #', 'x" } UNION { GRAPH ?g { ?e ?p ?key } } #', '\\"} .', "}"]
+    before = kg.stats()
+    assert kg.search_entities(nasty) == {}
+    assert kg.stats() == before
+
+
+def test_sparql_values_only_takes_terms():
+    with pytest.raises(TypeError):
+        sparql_values([("http://example.org/x",)])
+    with pytest.raises(TypeError):
+        sparql_values([(ox.NamedNode(iri("x")), 'literal" }')])
+    text = sparql_values([(ox.Literal('a "quoted" } value'),), (ox.NamedNode(iri("y")),)])
+    assert text.splitlines()[0] == r'("a \"quoted\" } value")'
+    assert text.splitlines()[1].strip() == f"(<{iri('y')}>)"
+
+
+# ---------------------------------------------------------------------------
+# run state
+
+def _paths() -> list[PathRecord]:
+    lit = f'"1994"^^<{XSD}gYear>'
+    return [
+        PathRecord("p0", 0, iri("quiz"), "Quiz Game"),
+        PathRecord("p1", 1, lit, "1994", parent="p0", relation=iri("release_year"), direction="out",
+                   score=0.75, kept=True, literal=True),
+        PathRecord("p2", 1, iri("paul"), "Paul Author", parent="p0", relation=iri("written_by"),
+                   direction="out", score=0.25, kept=False),
+        PathRecord("p10", 2, fb("m.actor1"), "Bea Star", parent="p2", relation=fb("film.film.starring"),
+                   direction="in", via=(fb("film.performance.actor"),), score=0.5, kept=True),
+    ]
+
+
+def test_run_round_trip(kg):
+    info = RunInfo(id="r1", question="what year was [Quiz Game] released", started="2024-05-01T10:00:00Z",
+                   method="tog-r", config={"width": 2, "pruner": "bm25"})
+    kg.start_run(info)
+    assert [(r.id, r.status) for r in kg.runs()] == [("r1", "running")]
+    kg.record_step("r1", _paths()[:1])
+    kg.record_step("r1", _paths()[1:])
+    info.status, info.answer, info.stats, info.finished = "done", ["1994"], {"depth": 2}, "2024-05-01T10:00:05Z"
+    kg.finish_run(info)
+
+    (listed,) = kg.runs()
+    assert (listed.id, listed.status, listed.method, listed.answer, listed.finished) == (
+        "r1", "done", "tog-r", ["1994"], "2024-05-01T10:00:05Z")
+    tree = kg.run("r1")
+    assert tree.info.config == {"width": 2, "pruner": "bm25"}
+    assert tree.info.stats == {"depth": 2}
+    assert tree.info.question == info.question
+    assert tree.paths == _paths()  # every field, literal ids and via included, in (depth, id) order
+
+
+def test_finish_run_twice_replaces_status(kg):
+    info = RunInfo(id="r2", question="q", started="2024-05-01T10:00:00Z")
+    kg.start_run(info)
+    info.status = "failed"
+    kg.finish_run(info)
+    info.status, info.answer = "done", ["x"]
+    kg.finish_run(info)
+    tree = kg.run("r2")
+    assert (tree.info.status, tree.info.answer) == ("done", ["x"])
+    assert len(kg.runs()) == 1
+
+
+def test_kept_flag_can_change(kg):
+    kg.start_run(RunInfo(id="r3", question="q", started="2024-05-01T10:00:00Z"))
+    p = PathRecord("p0", 0, iri("quiz"), "Quiz Game", kept=True)
+    kg.record_step("r3", [p])
+    p.kept = False
+    kg.record_step("r3", [p])
+    (only,) = kg.run("r3").paths
+    assert only.kept is False
+
+
+def test_unknown_run(kg):
+    with pytest.raises(UnknownRunError, match="nope"):
+        kg.run("nope")
+
+
+def test_prune_runs_only_removes_older_runs(kg):
+    for rid, started in (("old", "2020-01-01T00:00:00Z"), ("mid", "2024-06-01T12:00:00Z"),
+                         ("new", "2030-01-01T00:00:00Z")):
+        kg.start_run(RunInfo(id=rid, question=f"question {rid}", started=started))
+        kg.record_step(rid, _paths())
+    kg_triples = kg.stats()["triples"]
+    assert kg_triples == KG_TRIPLES  # runs live outside the KG's default graph
+    assert kg.prune_runs("2024-06-01T12:00:00Z") == 1
+    assert [r.id for r in kg.runs()] == ["mid", "new"]
+    with pytest.raises(UnknownRunError):
+        kg.run("old")
+    assert len(kg.run("mid").paths) == len(_paths())
+    assert kg.prune_runs("2025-01-01T00:00:00Z") == 1
+    assert [r.id for r in kg.runs()] == ["new"]
+    assert kg.stats()["triples"] == kg_triples
+    assert kg.stats()["names"] > 0
+    # the KG still answers
+    assert kg.labels([iri("quiz")]) == {iri("quiz"): "Quiz Game"}
+
+
+def test_runs_survive_reopening(kg, store_path):
+    kg.start_run(RunInfo(id="keep", question="q", started="2024-05-01T10:00:00Z"))
+    kg.record_step("keep", _paths())
+    close_graph(kg)
+    g = open_graph(store_path)
+    assert [r.id for r in g.runs()] == ["keep"]
+    assert g.run("keep").paths == _paths()
+    assert g.stats()["runs"] == 1
+
+
+def test_custom_name_predicate_is_never_offered(tmp_path):
+    foaf = "http://xmlns.com/foaf/0.1/name"
+    f = write_nt(tmp_path / "k.nt", [
+        f'<{iri("z")}> <{foaf}> "Zora Zed" .',
+        f"<{iri('z')}> <{iri('born_in')}> <{iri('y')}> .",
+        f'<{iri("y")}> <{foaf}> "Yonder" .',
+    ])
+    g, _ = load_into(tmp_path / "store", f, name_predicates=(foaf,))
+    assert g.labels([iri("z")]) == {iri("z"): "Zora Zed"}  # foaf:name is a name here
+    assert g.relations([iri("z")])[iri("z")] == [Relation(iri("born_in"), "out")]

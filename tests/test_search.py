@@ -1,0 +1,227 @@
+"""ToG / ToG-R beam search over the fixture KG, whose right paths are known.
+
+Paul Author wrote Quiz Game (directed by Rita Director, screenplay by Paul
+Author and Cora Writer, released 1994) and Night Harbor (directed by Mike
+Maker, released 2001); see conftest.py.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from conftest import iri, load_into, write_nt
+
+from engine.errors import TogError
+from engine.graph import Node
+from engine.pruning import get_pruner
+from engine.reasoning import get_reasoner
+from engine.runs import ask
+from engine.search import SearchConfig, search
+
+METHODS = ["tog", "tog-r"]
+
+
+def run(kg, question, topics=(), **config):
+    return ask(kg, question, get_pruner(config.pop("pruner", "bm25")), get_reasoner("offline"),
+               SearchConfig(**config), topics)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_two_hop_answer(kg, method):
+    r = run(kg, "who directed the films written by [Paul Author]", method=method)
+    res = r.result
+    assert set(res.answer.names) == {"Rita Director", "Mike Maker"}
+    assert set(res.answer.ids) == {iri("rita"), iri("mike")}
+    assert res.answer.from_kg
+    assert res.depth == 2
+    # the supporting paths are the written-by-then-directed-by chain
+    assert res.supporting
+    for p in res.supporting:
+        assert [h.relation.id for h in p.hops] == [iri("written_by"), iri("directed_by")]
+        assert [h.relation.direction for h in p.hops] == ["in", "out"]
+        assert p.topic.id == iri("paul")
+    assert {p.tail.id for p in res.supporting} == {iri("rita"), iri("mike")}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_judge_stops_at_depth_one_for_a_one_hop_question(kg, method):
+    r = run(kg, "who directed [Quiz Game]", method=method)
+    assert r.result.answer.names == ["Rita Director"]
+    assert r.result.depth == 1
+    assert len(r.result.rewards) == 1
+    assert r.result.rewards[0] >= 0.9
+    tree = kg.run(r.run_id)
+    assert max(p.depth for p in tree.paths) == 1
+
+
+def test_judge_goes_deeper_for_a_two_hop_question(kg):
+    r = run(kg, "who directed the films written by [Paul Author]", depth=3)
+    rewards = r.result.rewards
+    assert len(rewards) == 2
+    assert rewards[0] < 0.9 <= rewards[1]
+    # a threshold of 0 accepts the first beam: the search stops at depth 1
+    r0 = run(kg, "who directed the films written by [Paul Author]", depth=3, threshold=0.0)
+    assert r0.result.depth == 1
+    assert set(r0.result.answer.names) == {"Quiz Game", "Night Harbor"}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_literal_answer(kg, method):
+    r = run(kg, "what year was [Quiz Game] released", method=method)
+    assert r.result.answer.names == ["1994"]
+    (answer_id,) = r.result.answer.ids
+    assert answer_id.startswith('"1994"^^')
+    tree = kg.run(r.run_id)
+    (node,) = [p for p in tree.paths if p.entity == answer_id]
+    assert node.literal and node.kept and node.name == "1994"
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_topic_is_never_its_own_answer(kg, method):
+    # Quiz Game's screenplay is by Paul Author himself and Cora Writer: the
+    # 2-hop path written-by (of) / screenplay-by leads back to the topic.
+    r = run(kg, "who wrote the screenplay of the films written by [Paul Author]", method=method)
+    assert r.result.answer.names == ["Cora Writer"]
+    assert iri("paul") not in r.result.answer.ids
+    tree = kg.run(r.run_id)
+    assert [p.depth for p in tree.paths if p.entity == iri("paul")] == [0]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_no_topic_among_the_answers_with_two_topics(kg, method):
+    # each topic reaches the other in two hops (written by (of) / screenplay by)
+    r = run(kg, "who wrote the screenplay of the films written by them",
+            topics=("Paul Author", "Cora Writer"), method=method)
+    assert {t.id for t in r.topics} == {iri("paul"), iri("cora")}
+    assert r.result.answer.names
+    assert not {iri("paul"), iri("cora")} & set(r.result.answer.ids)
+    assert not {"Paul Author", "Cora Writer"} & set(r.result.answer.names)
+
+
+@pytest.fixture
+def wide_kg(tmp_path):
+    """A person with many films, each with its own director: wide beams."""
+    lines = [f'<{iri("w")}> <http://www.w3.org/2000/01/rdf-schema#label> "Wanda Wide" .']
+    for i in range(8):
+        f, d = iri(f"film{i}"), iri(f"dir{i}")
+        lines += [
+            f"<{f}> <{iri('written_by')}> <{iri('w')}> .",
+            f"<{f}> <{iri('directed_by')}> <{d}> .",
+            f"<{f}> <{iri('has_genre')}> <{iri('genre')}> .",
+            f'<{f}> <http://www.w3.org/2000/01/rdf-schema#label> "Film {i}" .',
+            f'<{d}> <http://www.w3.org/2000/01/rdf-schema#label> "Director {i}" .',
+        ]
+    lines += [f'<{iri("genre")}> <http://www.w3.org/2000/01/rdf-schema#label> "Genre" .',
+              f"<{iri('w')}> <{iri('born_in')}> <{iri('town')}> .",
+              f'<{iri("town")}> <http://www.w3.org/2000/01/rdf-schema#label> "Town" .']
+    g, _ = load_into(tmp_path / "wide", write_nt(tmp_path / "wide.nt", lines))
+    return g
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("width", [1, 2, 3])
+def test_width_bounds_the_beam(wide_kg, method, width):
+    r = run(wide_kg, "who directed the films written by [Wanda Wide]", width=width, method=method)
+    res = r.result
+    assert 1 <= len(res.kept) <= width
+    tree = wide_kg.run(r.run_id)
+    kept = Counter(p.depth for p in tree.paths if p.kept and p.depth > 0)
+    scored = Counter(p.depth for p in tree.paths if p.depth > 0)
+    assert set(kept) == set(range(1, res.depth + 1))
+    assert all(n <= width for n in kept.values())
+    # more candidates were scored than kept: the bound did some work
+    assert scored[1] > width
+    assert {iri(f"dir{i}") for i in range(8)} >= set(res.answer.ids)
+    assert res.answer.ids
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_depth_bounds_the_search(kg, method):
+    r = run(kg, "who directed the films written by [Paul Author]", depth=1, method=method)
+    assert r.result.depth == 1
+    assert r.result.answer.names
+    assert set(r.result.answer.names) <= {"Quiz Game", "Night Harbor", "Springfield"}
+    assert max(p.depth for p in kg.run(r.run_id).paths) == 1
+
+
+def test_search_config_is_validated():
+    for bad in (dict(width=0), dict(width=51), dict(depth=0), dict(depth=11), dict(method="bfs"),
+                dict(threshold=1.5), dict(max_candidates=0)):
+        with pytest.raises(TogError):
+            SearchConfig(**bad)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_recorded_run_matches_the_search(kg, method):
+    r = run(kg, "who directed the films written by [Paul Author]", width=2, method=method)
+    res = r.result
+    tree = kg.run(r.run_id)
+    assert tree.info.status == "done"
+    assert tree.info.method == method
+    assert tree.info.answer == res.answer.names
+    assert tree.info.config["width"] == 2
+    assert tree.info.stats["depth"] == res.depth
+
+    by_id = {p.id: p for p in tree.paths}
+    assert len(by_id) == len(tree.paths)
+    roots = [p for p in tree.paths if p.parent is None]
+    assert len(roots) == 1
+    root = roots[0]
+    assert (root.entity, root.depth, root.relation, root.kept) == (iri("paul"), 0, None, True)
+    for p in tree.paths:
+        if p is root:
+            continue
+        parent = by_id[p.parent]
+        assert p.depth == parent.depth + 1
+        assert p.relation is not None and p.direction in ("in", "out")
+        assert parent.kept, "only kept paths are extended"
+        assert p.score is not None
+    # every node reaches the root: a tree
+    for p in tree.paths:
+        seen = set()
+        while p.parent is not None:
+            assert p.id not in seen
+            seen.add(p.id)
+            p = by_id[p.parent]
+        assert p is root
+    # the final beam is exactly the kept nodes at the last depth
+    last = [p for p in tree.paths if p.depth == res.depth]
+    assert {p.id for p in last if p.kept} == {p.id for p in res.kept}
+    assert {p.entity for p in last if p.kept} == {p.tail.id for p in res.kept}
+    assert len(tree.paths) - 1 == res.stats["paths_scored"]
+    # the supporting paths are recorded, with their hops along the parent links
+    for path in res.supporting:
+        node = by_id[path.id]
+        hops = []
+        while node.parent is not None:
+            hops.append((node.relation, node.direction, node.entity))
+            node = by_id[node.parent]
+        assert hops[::-1] == [(h.relation.id, h.relation.direction, h.node.id) for h in path.hops]
+
+
+def test_search_without_recording(kg):
+    topic = Node(iri("quiz"), "Quiz Game")
+    res = search(kg, "who directed [Quiz Game]", [topic], get_pruner("bm25"), get_reasoner("offline"))
+    assert res.answer.names == ["Rita Director"]
+    assert kg.runs() == []
+    r = ask(kg, "who directed [Quiz Game]", get_pruner("bm25"), get_reasoner("offline"), record=False)
+    assert r.run_id is None
+    assert kg.runs() == []
+
+
+def test_same_seed_same_result_with_random_pruner(kg):
+    a = run(kg, "who directed the films written by [Paul Author]", pruner="random", seed=3)
+    b = run(kg, "who directed the films written by [Paul Author]", pruner="random", seed=3)
+    assert a.result.answer.ids == b.result.answer.ids
+    assert [p.verbalise() for p in a.result.kept] == [p.verbalise() for p in b.result.kept]
+
+
+def test_topic_without_relations_gives_no_kg_answer(tmp_path):
+    f = write_nt(tmp_path / "lonely.nt", [f'<{iri("lonely")}> <http://www.w3.org/2000/01/rdf-schema#label> "Lonely" .'])
+    g, _ = load_into(tmp_path / "store", f)
+    r = run(g, "who is [Lonely]")
+    assert r.result.answer.names == []
+    assert r.result.answer.from_kg is False
+    assert r.result.depth == 0
+    assert g.run(r.run_id).info.status == "done"
