@@ -117,10 +117,12 @@ def cli() -> None:
 @click.option("--force", is_flag=True, help="Read a file again even if it was loaded completely before.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @click.option("--chunk-bytes", type=click.IntRange(1024), default=16 << 20, hidden=True,
-              help="Bytes per write batch (and checkpoint) of line formats.")
+              help="Bytes per read block, and per write of the careful path.")
+@click.option("--segment-lines", type=click.IntRange(1), default=5_000_000, hidden=True,
+              help="Lines per bulk-load call (and checkpoint) of the fast path.")
 @_fail_cleanly
 def load(files, store, fmt, delimiter, max_errors, name_predicates, name_langs, force, progress,
-         chunk_bytes) -> None:
+         chunk_bytes, segment_lines) -> None:
     """Load triple FILES (RDF or delimited, optionally .gz/.bz2) into the store.
 
     Re-running the same command resumes an interrupted load; loading a file
@@ -138,7 +140,7 @@ def load(files, store, fmt, delimiter, max_errors, name_predicates, name_langs, 
         for f in files:
             report = load_file(kg, f, fmt=fmt, delimiter=delimiter, max_errors=max_errors,
                                name_predicates=preds, name_langs=langs, progress=progress, force=force,
-                               chunk_bytes=chunk_bytes)
+                               chunk_bytes=chunk_bytes, segment_lines=segment_lines)
             if report.already_complete:
                 click.echo(f"{f}: already loaded ({report.triples:,} triples); nothing to do (--force reads it again)")
                 continue

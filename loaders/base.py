@@ -7,6 +7,8 @@ import bz2
 import gzip
 import hashlib
 import io
+from collections import deque
+from itertools import islice
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -107,29 +109,20 @@ def source_id(path: Path) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-def read_line_chunks(stream: BinaryIO, chunk_bytes: int, skip_lines: int = 0):
-    """Yield (first line number, lines) with about ``chunk_bytes`` per chunk,
-    after skipping ``skip_lines`` lines (a resumed load)."""
-    lineno = 1
-    while skip_lines > 0:
-        lines = stream.readlines(min(chunk_bytes, 1 << 20))
-        if not lines:
-            return
-        if len(lines) > skip_lines:
-            rest = lines[skip_lines:]
-            lineno += skip_lines
-            skip_lines = 0
-            yield lineno, rest
-            lineno += len(rest)
-            break
-        skip_lines -= len(lines)
-        lineno += len(lines)
+def read_line_chunks(stream: BinaryIO, chunk_bytes: int, first_line: int = 1):
+    """Yield (line number of the first line, lines) with about ``chunk_bytes`` per chunk."""
+    lineno = first_line
     while True:
         lines = stream.readlines(chunk_bytes)
         if not lines:
             return
         yield lineno, lines
         lineno += len(lines)
+
+
+def skip_lines(stream: BinaryIO, count: int) -> None:
+    """Read past ``count`` lines (a resumed load), at C speed."""
+    deque(islice(stream, count), maxlen=0)
 
 
 def text_lines(stream: BinaryIO) -> io.TextIOWrapper:

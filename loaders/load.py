@@ -26,11 +26,13 @@ from loaders.base import (
     open_binary,
     raw_position,
     read_line_chunks,
+    skip_lines,
     source_id,
 )
 
 LINE_FORMATS = {"nt", "nq", "delimited", "tsv", "csv"}
-CHUNK_BYTES = 16 << 20
+CHUNK_BYTES = 16 << 20       # careful path: bytes per write (and checkpoint)
+SEGMENT_LINES = 5_000_000    # fast path: lines per bulk-load call (and checkpoint)
 QUAD_BATCH = 200_000
 
 
@@ -72,6 +74,7 @@ def load_file(
     name_langs: Sequence[str] = ("en", ""),
     progress: bool = False,
     chunk_bytes: int = CHUNK_BYTES,
+    segment_lines: int = SEGMENT_LINES,
     force: bool = False,
 ) -> LoadReport:
     """Load ``path`` into ``graph`` (a backend with the bulk-load capability).
@@ -104,7 +107,7 @@ def load_file(
     try:
         if fmt in LINE_FORMATS:
             _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors,
-                        frozenset(name_predicates), name_langs, bar, chunk_bytes)
+                        frozenset(name_predicates), name_langs, bar, chunk_bytes, segment_lines)
         elif fmt in rdf.OX_FORMATS:
             _load_stream(graph, path, fmt, report, max_errors, frozenset(name_predicates), name_langs, bar)
         else:
@@ -117,24 +120,119 @@ def load_file(
     return report
 
 
+class _Feed:
+    """A file-like view of the next ``max_lines`` lines (or a little more: it
+    stops at a block boundary) of ``stream``, handed to the bulk loader in one
+    call.  On its way through, it counts lines and statements, picks out the
+    name lines, converts delimited lines to N-Triples and moves the progress
+    bar; the loader pulls the bytes, so nothing is held beyond one block."""
+
+    def __init__(self, stream, max_lines: int, first_line: int, fmt: str, delimiter: str | None,
+                 markers: Sequence[bytes], report: LoadReport, bar: _Progress, block: int) -> None:
+        self.stream, self.max_lines, self.first_line, self.block = stream, max_lines, first_line, block
+        self.fmt, self.delimiter, self.markers = fmt, delimiter, markers
+        self.report, self.bar = report, bar
+        self.buf, self.pos = b"", 0
+        self.lines = self.statements = 0
+        self.eof = False
+        self.name_data: list[bytes] = []
+        self.names: list[tuple[str, str]] = []
+        self.bad: list[tuple[int, str]] = []
+
+    def _fill(self) -> bool:
+        if self.lines >= self.max_lines or self.eof:
+            return False
+        lines = self.stream.readlines(self.block)
+        if not lines:
+            self.eof = True
+            return False
+        if self.fmt == "nt":
+            data = b"".join(lines)
+            self.statements += _count_statements(lines, data)
+            named = rdf.name_lines(data, self.markers)
+            if named:
+                self.name_data.append(named)
+        else:
+            data, names, count, bad = triples.convert(lines, self.first_line + self.lines, self.fmt, self.delimiter)
+            self.names.extend(names)
+            self.bad.extend(bad)
+            self.statements += count
+        self.buf, self.pos = data, 0
+        self.lines += len(lines)
+        self.bar.update(raw_position(self.stream), self.report.triples + self.statements, self.report.skipped)
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        out = []
+        want = size if size is not None and size >= 0 else 1 << 62
+        while want > 0:
+            if self.pos >= len(self.buf) and not self._fill():
+                break
+            piece = self.buf[self.pos:self.pos + want]
+            self.pos += len(piece)
+            want -= len(piece)
+            out.append(piece)
+        return b"".join(out)
+
+
 def _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors,
-                predicates, langs, bar, chunk_bytes) -> None:
+                predicates, langs, bar, chunk_bytes, segment_lines) -> None:
+    """Line formats in segments of ``segment_lines``.  N-Triples and delimited
+    segments stream through the bulk loader in one call each (the fast path);
+    a segment it rejects (a malformed line) is read again in chunks, and a
+    chunk that fails is parsed line by line, so a bad line costs only itself.
+    N-Quads always take the careful path (graph names must be dropped)."""
     markers = [f"<{p}>".encode() for p in predicates]
-    with open_binary(path) as stream:
-        report.lines = start_line
-        for first, lines in read_line_chunks(stream, chunk_bytes, start_line):
-            if fmt in ("nt", "nq"):
-                count, names, bad = _rdf_chunk(graph, lines, first, fmt, markers, predicates, langs)
+    fast = fmt != "nq"
+    report.lines = start_line
+    stream = open_binary(path)
+    try:
+        skip_lines(stream, start_line)
+        while True:
+            if fast:
+                feed = _Feed(stream, segment_lines, report.lines + 1, fmt, delimiter, markers, report, bar,
+                             min(chunk_bytes, 1 << 20))
+                try:
+                    graph.bulk_load_ntriples(feed)
+                    names = feed.names + (rdf.name_pairs(ox.parse(b"".join(feed.name_data), ox.RdfFormat.N_TRIPLES),
+                                                         predicates, langs) if feed.name_data else [])
+                except SyntaxError:
+                    # redo this segment carefully from its first line
+                    stream.close()
+                    stream = open_binary(path)
+                    skip_lines(stream, report.lines)
+                else:
+                    _commit(graph, sid, report, feed.statements, feed.lines, names, feed.bad, max_errors)
+                    bar.update(raw_position(stream), report.triples, report.skipped)
+                    if feed.eof:
+                        return
+                    continue
+            done = 0
+            for first, lines in read_line_chunks(stream, chunk_bytes, report.lines + 1):
+                if fmt in ("nt", "nq"):
+                    count, names, bad = _rdf_chunk(graph, lines, first, fmt, markers, predicates, langs)
+                else:
+                    data, names, count, bad = triples.convert(lines, first, fmt, delimiter)
+                    graph.bulk_load_ntriples(data)
+                _commit(graph, sid, report, count, len(lines), names, bad, max_errors)
+                bar.update(raw_position(stream), report.triples, report.skipped)
+                done += len(lines)
+                if fast and done >= segment_lines:
+                    break
             else:
-                data, names, count, bad = triples.convert(lines, first, fmt, delimiter)
-                graph.bulk_load_ntriples(data)
-            for lineno, reason in bad:
-                report.bad_line(lineno, reason, max_errors)
-            report.names += graph.index_names(names)
-            report.triples += count
-            report.lines += len(lines)
-            graph.set_checkpoint(sid, lines=report.lines, triples=report.triples, skipped=report.skipped)
-            bar.update(raw_position(stream), report.triples, report.skipped)
+                return
+    finally:
+        stream.close()
+
+
+def _commit(graph, sid, report, statements, lines, names, bad, max_errors) -> None:
+    """Record a written piece: bad lines, names, counts, then the checkpoint."""
+    for lineno, reason in bad:
+        report.bad_line(lineno, reason, max_errors)
+    report.names += graph.index_names(names)
+    report.triples += statements
+    report.lines += lines
+    graph.set_checkpoint(sid, lines=report.lines, triples=report.triples, skipped=report.skipped)
 
 
 _COMMENT = re.compile(rb"(?m)^[ \t]*#")

@@ -386,7 +386,8 @@ def _kill_mid_load(f: Path, store: Path, chunks_before_kill: int = 3) -> bool:
     shows that a few chunks (each checkpointed) are written.  True when the
     kill landed before the load finished."""
     proc = subprocess.Popen(
-        [str(VENV_BIN / "tog"), "load", str(f), "--store", str(store), "--chunk-bytes", "2048", "--progress"],
+        [str(VENV_BIN / "tog"), "load", str(f), "--store", str(store), "--chunk-bytes", "2048", "--segment-lines", "20",
+         "--progress"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env_without_traceback())
     seen = b""
     updates = 0
@@ -455,3 +456,29 @@ def test_report_does_not_count_whitespace_lines_as_triples(tmp_path):
     assert g.stats()["triples"] == 2
     assert report.skipped == 0
     assert report.triples == 2
+
+
+# ---------------------------------------------------------------------------
+# Fast path (one bulk-load call per segment) and careful path side by side
+
+@pytest.mark.parametrize("segment_lines,chunk_bytes", [(1, 1024), (7, 1024), (50, 4096), (10**6, 1 << 20)])
+def test_segments_with_bad_lines_match_a_clean_load(tmp_path, segment_lines, chunk_bytes):
+    lines = []
+    for i in range(120):
+        lines.append(f"<{EX}seg/e{i}> <{EX}seg/next> <{EX}seg/e{i + 1}> .")
+        if i % 5 == 0:
+            lines.append(f'<{EX}seg/e{i}> <{RDFS_LABEL}> "Segment {i}" .')
+    clean = write_nt(tmp_path / "clean.nt", lines)
+    dirty_lines = list(lines)
+    bad_at = [10, 60, 61, 130]  # 0-based positions where bad lines are inserted
+    for pos in bad_at:
+        dirty_lines.insert(pos, "<broken")
+    dirty = write_nt(tmp_path / "dirty.nt", dirty_lines)
+    ref, (ref_report,) = load_into(tmp_path / "ref", clean)
+    expected = content(ref)
+    g, (report,) = load_into(tmp_path / "seg", dirty, segment_lines=segment_lines, chunk_bytes=chunk_bytes)
+    assert content(g) == expected
+    assert report.triples == ref_report.triples == len(lines)
+    assert report.skipped == len(bad_at)
+    assert [line for line, _ in report.bad] == [p + 1 for p in bad_at]
+    assert report.lines == len(dirty_lines)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -201,7 +202,10 @@ class OxigraphGraph:
         unnamed: list[tuple[tuple[str, Relation], str]] = []
         for (source, rel) in requests:
             seen = found.get((source, rel), {})
-            for xid in sorted(seen)[: max(limit * 4, limit)]:
+            # More neighbours than wanted: take a reproducible pseudo-random
+            # sample (by a hash of the id), not the alphabetically first ones.
+            # Four times the limit leaves room for unnamed nodes looked through.
+            for xid in sorted(seen, key=_sample_key)[: limit * 4]:
                 term, name_rows = seen[xid]
                 if isinstance(term, ox.Literal):
                     dtype = term.datatype.value if term.datatype else None
@@ -478,6 +482,10 @@ class OxigraphGraph:
                 dropped += 1
         self.store.flush()
         return dropped
+
+
+def _sample_key(node_id: str) -> tuple[int, str]:
+    return zlib.crc32(node_id.encode("utf-8")), node_id
 
 
 def _natural(path_id: str) -> tuple[int, str]:
