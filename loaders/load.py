@@ -1,11 +1,17 @@
 """Load one file into a backend: stream, count bad lines, checkpoint, report.
 
-Line formats (N-Triples, N-Quads, delimited) are read in chunks of about
-``chunk_bytes``; after each chunk is written the number of lines done is
-recorded in the store, so a killed load resumes there.  Writes are set
-inserts, so a chunk written twice (a kill between the write and the
-checkpoint) changes nothing.  Other RDF formats stream through their parser
-and start over on a re-run (again adding nothing twice).
+Line formats are read in segments (``SEGMENT_LINES``).  An N-Triples or
+delimited segment streams through the backend's bulk loader in one call (the
+fast path: the loader pulls the bytes through :class:`_Feed`, which picks out
+names and moves the progress bar on the way).  The bulk loader writes nothing
+of a segment with a malformed line; such a segment is read again in chunks,
+and a chunk that fails is parsed line by line, so a bad line costs just
+itself.  N-Quads always take that careful path (graph names are dropped).
+
+After each segment, its names and a checkpoint (lines done) are committed
+together, so a killed load resumes at the last segment.  Writes are set
+inserts: a segment written twice changes nothing.  Other RDF formats stream
+through their parser and start over on a re-run (again adding nothing twice).
 """
 
 from __future__ import annotations
@@ -91,74 +97,101 @@ def load_file(
     sid = source_id(path)
     graph.set_name_predicates(name_predicates)
     done = graph.checkpoint(sid)
-    if done.get("complete") == "true" and not force:
+    if done.get("complete") and not force:
         report.already_complete = True
-        report.triples = int(done.get("triples", 0))
-        report.lines = int(done.get("lines", 0))
-        report.skipped = int(done.get("skipped", 0))
+        report.triples, report.lines, report.skipped = done["triples"], done["lines"], done["skipped"]
         return report
-    start_line = 0 if force else int(done.get("lines", 0))
+    if force:
+        graph.forget_load(sid)
+        done = {}
+    start_line = done.get("lines", 0)
     report.resumed_from = start_line
     if start_line:
-        report.triples = int(done.get("triples", 0))
-        report.skipped = int(done.get("skipped", 0))
+        report.triples, report.skipped = done["triples"], done["skipped"]
     started = time.perf_counter()
     bar = _Progress(path, progress)
+    graph.begin_bulk()
     try:
         if fmt in LINE_FORMATS:
             _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors,
                         frozenset(name_predicates), name_langs, bar, chunk_bytes, segment_lines)
         elif fmt in rdf.OX_FORMATS:
-            _load_stream(graph, path, fmt, report, max_errors, frozenset(name_predicates), name_langs, bar)
+            _load_stream(graph, path, fmt, sid, report, max_errors, frozenset(name_predicates), name_langs, bar)
         else:
-            _load_rdflib(graph, path, fmt, report, max_errors, frozenset(name_predicates), name_langs, bar)
+            _load_rdflib(graph, path, fmt, sid, report, max_errors, frozenset(name_predicates), name_langs, bar)
+        _checkpoint(graph, sid, report, complete=True)
     finally:
         bar.close()
+        graph.end_bulk()
         report.seconds = time.perf_counter() - started
-    graph.set_checkpoint(sid, lines=report.lines, triples=report.triples,
-                         skipped=report.skipped, complete="true", source=str(path))
     return report
+
+
+def _checkpoint(graph, sid: str, report: LoadReport, complete: bool = False) -> None:
+    graph.set_checkpoint(sid, path=report.source, lines=report.lines, triples=report.triples,
+                         skipped=report.skipped, complete=complete)
 
 
 class _Feed:
     """A file-like view of the next ``max_lines`` lines (or a little more: it
     stops at a block boundary) of ``stream``, handed to the bulk loader in one
-    call.  On its way through, it counts lines and statements, picks out the
-    name lines, converts delimited lines to N-Triples and moves the progress
-    bar; the loader pulls the bytes, so nothing is held beyond one block."""
+    call.  On the way through it counts lines and statements, picks out
+    names, converts delimited lines to N-Triples and moves the progress bar;
+    the loader pulls the bytes, so only one block is held at a time."""
 
     def __init__(self, stream, max_lines: int, first_line: int, fmt: str, delimiter: str | None,
-                 markers: Sequence[bytes], report: LoadReport, bar: _Progress, block: int) -> None:
+                 predicates: frozenset[str], langs: Sequence[str], report: LoadReport, bar: _Progress,
+                 block: int) -> None:
         self.stream, self.max_lines, self.first_line, self.block = stream, max_lines, first_line, block
-        self.fmt, self.delimiter, self.markers = fmt, delimiter, markers
+        self.fmt, self.delimiter = fmt, delimiter
+        self.predicates, self.langs = predicates, langs
+        self.markers = [f"<{p}>".encode() for p in predicates]
         self.report, self.bar = report, bar
-        self.buf, self.pos = b"", 0
+        self.buf, self.pos, self.carry = b"", 0, b""
         self.lines = self.statements = 0
         self.eof = False
-        self.name_data: list[bytes] = []
         self.names: list[tuple[str, str]] = []
         self.bad: list[tuple[int, str]] = []
+
+    def _next_block(self) -> bytes:
+        """Whole lines, about ``block`` bytes of them (b"" at the end)."""
+        while True:
+            data = self.stream.read(self.block)
+            if not data:
+                rest, self.carry = self.carry, b""
+                return rest + b"\n" if rest and not rest.endswith(b"\n") else rest
+            data = self.carry + data
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                self.carry = data[cut:]
+                return data[:cut]
+            self.carry = data  # a line longer than a block: keep reading
 
     def _fill(self) -> bool:
         if self.lines >= self.max_lines or self.eof:
             return False
-        lines = self.stream.readlines(self.block)
-        if not lines:
-            self.eof = True
-            return False
         if self.fmt == "nt":
-            data = b"".join(lines)
-            self.statements += _count_statements(lines, data)
+            data = self._next_block()
+            if not data:
+                self.eof = True
+                return False
+            count = data.count(b"\n")
+            self.statements += _statements_in(data, count)
             named = rdf.name_lines(data, self.markers)
             if named:
-                self.name_data.append(named)
+                self.names.extend(rdf.fast_name_pairs(named, self.predicates, self.langs))
         else:
-            data, names, count, bad = triples.convert(lines, self.first_line + self.lines, self.fmt, self.delimiter)
+            lines = self.stream.readlines(self.block)
+            if not lines:
+                self.eof = True
+                return False
+            count = len(lines)
+            data, names, triples_, bad = triples.convert(lines, self.first_line + self.lines, self.fmt, self.delimiter)
             self.names.extend(names)
             self.bad.extend(bad)
-            self.statements += count
+            self.statements += triples_
         self.buf, self.pos = data, 0
-        self.lines += len(lines)
+        self.lines += count
         self.bar.update(raw_position(self.stream), self.report.triples + self.statements, self.report.skipped)
         return True
 
@@ -174,6 +207,11 @@ class _Feed:
             out.append(piece)
         return b"".join(out)
 
+    @property
+    def finished(self) -> bool:
+        """True when the file ended within this segment."""
+        return self.eof
+
 
 def _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors,
                 predicates, langs, bar, chunk_bytes, segment_lines) -> None:
@@ -184,27 +222,26 @@ def _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors
     N-Quads always take the careful path (graph names must be dropped)."""
     markers = [f"<{p}>".encode() for p in predicates]
     fast = fmt != "nq"
+    block = min(chunk_bytes, 1 << 20)
     report.lines = start_line
     stream = open_binary(path)
     try:
         skip_lines(stream, start_line)
         while True:
             if fast:
-                feed = _Feed(stream, segment_lines, report.lines + 1, fmt, delimiter, markers, report, bar,
-                             min(chunk_bytes, 1 << 20))
+                feed = _Feed(stream, segment_lines, report.lines + 1, fmt, delimiter, predicates, langs,
+                             report, bar, block)
                 try:
                     graph.bulk_load_ntriples(feed)
-                    names = feed.names + (rdf.name_pairs(ox.parse(b"".join(feed.name_data), ox.RdfFormat.N_TRIPLES),
-                                                         predicates, langs) if feed.name_data else [])
                 except SyntaxError:
                     # redo this segment carefully from its first line
                     stream.close()
                     stream = open_binary(path)
                     skip_lines(stream, report.lines)
                 else:
-                    _commit(graph, sid, report, feed.statements, feed.lines, names, feed.bad, max_errors)
+                    _commit(graph, sid, report, feed.statements, feed.lines, feed.names, feed.bad, max_errors)
                     bar.update(raw_position(stream), report.triples, report.skipped)
-                    if feed.eof:
+                    if feed.finished:
                         return
                     continue
             done = 0
@@ -229,19 +266,28 @@ def _commit(graph, sid, report, statements, lines, names, bad, max_errors) -> No
     """Record a written piece: bad lines, names, counts, then the checkpoint."""
     for lineno, reason in bad:
         report.bad_line(lineno, reason, max_errors)
-    report.names += graph.index_names(names)
+    report.names += graph.index_names(names, sid)
     report.triples += statements
     report.lines += lines
-    graph.set_checkpoint(sid, lines=report.lines, triples=report.triples, skipped=report.skipped)
+    _checkpoint(graph, sid, report)
 
 
 _COMMENT = re.compile(rb"(?m)^[ \t]*#")
+_ODD_LINE_STARTS = (b"\n\n", b"\n ", b"\n\t", b"\n\r", b"\n#")
 
 
 def _count_statements(lines: list[bytes], data: bytes) -> int:
     """Statements in a chunk that parsed cleanly: lines less blank and comment lines."""
     blank = sum(map(bytes.isspace, lines))
     return len(lines) - blank - len(_COMMENT.findall(data))
+
+
+def _statements_in(data: bytes, newlines: int) -> int:
+    """Like ``_count_statements`` for a block of whole lines, without
+    splitting it unless a line starts oddly (blank, indented, a comment)."""
+    if data[:1] in (b"\n", b" ", b"\t", b"\r", b"#") or any(m in data for m in _ODD_LINE_STARTS):
+        return _count_statements(data.splitlines(keepends=True), data)
+    return newlines
 
 
 def _rdf_chunk(graph, lines, first, fmt, markers, predicates, langs):
@@ -276,13 +322,13 @@ def _rdf_chunk(graph, lines, first, fmt, markers, predicates, langs):
     return len(good), rdf.name_pairs(good, predicates, langs), bad
 
 
-def _load_stream(graph, path, fmt, report, max_errors, predicates, langs, bar) -> None:
+def _load_stream(graph, path, fmt, sid, report, max_errors, predicates, langs, bar) -> None:
     batch: list[ox.Quad] = []
 
     def flush() -> None:
         if batch:
             graph.bulk_extend(batch)
-            report.names += graph.index_names(rdf.name_pairs(batch, predicates, langs))
+            report.names += graph.index_names(rdf.name_pairs(batch, predicates, langs), sid)
             report.triples += len(batch)
             batch.clear()
 
@@ -299,7 +345,7 @@ def _load_stream(graph, path, fmt, report, max_errors, predicates, langs, bar) -
         bar.update(raw_position(stream), report.triples, report.skipped)
 
 
-def _load_rdflib(graph, path, fmt, report, max_errors, predicates, langs, bar) -> None:
+def _load_rdflib(graph, path, fmt, sid, report, max_errors, predicates, langs, bar) -> None:
     import rdflib
 
     g = rdflib.Dataset() if fmt == "trix" else rdflib.Graph()
@@ -314,6 +360,6 @@ def _load_rdflib(graph, path, fmt, report, max_errors, predicates, langs, bar) -
     count, names, bad = _rdf_chunk(graph, lines, 1, "nq" if fmt == "trix" else "nt", markers, predicates, langs)
     for lineno, reason in bad:
         report.bad_line(lineno, reason, max_errors)
-    report.names += graph.index_names(names)
+    report.names += graph.index_names(names, sid)
     report.triples += count
     bar.update(path.stat().st_size, report.triples, report.skipped)

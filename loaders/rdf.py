@@ -88,3 +88,28 @@ def name_lines(data: bytes, markers: Sequence[bytes]) -> bytes:
             out.append(data[start:end])
             last = start
     return b"".join(out)
+
+
+_NAME_LINE = re.compile(
+    rb'<([^<>"{}|^`\\\s]*)>[ \t]+<([^<>\s]*)>[ \t]+"((?:[^"\\\n]|\\.)*)"(?:@([A-Za-z0-9-]+)|\^\^<[^>]*>)?[ \t]*\.')
+
+
+def fast_name_pairs(data: bytes, predicates: frozenset[str], langs: Sequence[str]) -> list[tuple[str, str]]:
+    """(entity IRI, normalised name) from N-Triples name lines, by regular
+    expression; a line with escapes goes through the real parser."""
+    out = []
+    wanted = {p.encode() for p in predicates}
+    for m in _NAME_LINE.finditer(data):
+        subject, predicate, text, lang = m.groups()
+        if predicate not in wanted:
+            continue
+        if b"\\" in text:
+            out.extend(name_pairs(ox.parse(m.group(0) + b"\n", ox.RdfFormat.N_TRIPLES), predicates, langs))
+            continue
+        tag = (lang or b"").decode("ascii").lower()
+        if not any(tag == w or (w and tag.startswith(w + "-")) for w in langs):
+            continue
+        key = name_key(text.decode("utf-8", "replace"))
+        if key:
+            out.append((subject.decode("utf-8", "replace"), key))
+    return out

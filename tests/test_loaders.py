@@ -39,7 +39,7 @@ from loaders.triples import entity_iri, relation_iri
 def content(g) -> tuple[list[str], list[str]]:
     """Everything a load writes: the KG (default graph) and the name index."""
     kg = sorted(str(q) for q in g.store.quads_for_pattern(None, None, None, ox.DefaultGraph()))
-    names = sorted(str(q) for q in g.store.quads_for_pattern(None, None, None, ox.NamedNode("urn:tog:names")))
+    names = sorted(set(g.index.db.execute("SELECT key, entity FROM names").fetchall()))
     return kg, names
 
 

@@ -1,11 +1,10 @@
 """The embedded backend: a pyoxigraph store on disk (or in memory).
 
-Layout inside the store:
-- the knowledge graph in the default graph;
-- ``<urn:tog:names>``: one ``?e <urn:tog:key> "normalised name"`` per entity
-  name, the index that entity linking looks names up in;
-- ``<urn:tog:meta>``: store settings (name predicates) and load checkpoints;
-- ``<urn:tog:run:ID>``: one named graph per reasoning run (path nodes).
+A store is a directory:
+- ``kg/``: the Oxigraph database.  The knowledge graph is its default graph;
+  each reasoning run is a named graph ``<urn:tog:run:ID>`` of path nodes;
+- ``index.sqlite``: the entity-name index for linking, load checkpoints and
+  settings (see ``name_index.py`` for why these are not in Oxigraph).
 
 Every statement lives in ``sparql/*.rq``; batches enter through
 :func:`engine.queries.sparql_values` only.
@@ -35,12 +34,9 @@ from engine.graph import (
     RunTree,
     local_name,
 )
+from engine.backends.name_index import NameIndex
 from engine.queries import render, sparql
 
-NAMES_GRAPH = ox.NamedNode("urn:tog:names")
-META_GRAPH = ox.NamedNode("urn:tog:meta")
-META = ox.NamedNode("urn:tog:meta")
-KEY = ox.NamedNode("urn:tog:key")
 VOCAB = "urn:tog:vocab:"
 RUN_PREFIX = "urn:tog:run:"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -51,7 +47,6 @@ def _v(name: str) -> ox.NamedNode:
 
 
 RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
-NAME_PREDICATE = _v("namePredicate")
 BATCH = 400  # VALUES rows per query: keeps query texts small and plans simple
 
 
@@ -101,12 +96,19 @@ class OxigraphGraph:
         policy: RelationPolicy = DEFAULT_POLICY,
     ) -> None:
         self.path = Path(path) if path is not None else None
-        if self.path is not None and not create and not self.path.exists():
-            raise StoreError(f"no store at {self.path}: create one with `tog load FILE --store {self.path}`")
+        if self.path is not None:
+            kg_dir = self.path / "kg"
+            if not kg_dir.exists():
+                if not create:
+                    raise StoreError(f"no store at {self.path}: create one with `tog load FILE --store {self.path}`")
+                if self.path.exists() and (not self.path.is_dir() or any(self.path.iterdir())):
+                    raise StoreError(f"{self.path} exists and is not a tog store; pick a new directory")
+                kg_dir.mkdir(parents=True)
         try:
-            self.store = ox.Store(str(self.path)) if self.path is not None else ox.Store()
+            self.store = ox.Store(str(self.path / "kg")) if self.path is not None else ox.Store()
         except OSError as e:
             raise StoreError(f"cannot open the store at {self.path}: {e}") from e
+        self.index = NameIndex(self.path / "index.sqlite" if self.path is not None else None)
         self.policy = policy
         self.lookups = 0
         self.seconds = 0.0
@@ -127,6 +129,7 @@ class OxigraphGraph:
             self.store.flush()
         except OSError:
             pass
+        self.index.close()
         del self.store
 
     def __enter__(self) -> OxigraphGraph:
@@ -139,18 +142,14 @@ class OxigraphGraph:
     @property
     def name_predicates(self) -> tuple[str, ...]:
         if self._name_predicates is None:
-            stored = [q.object.value for q in self.store.quads_for_pattern(META, NAME_PREDICATE, None, META_GRAPH)]
-            self._name_predicates = tuple(stored) or DEFAULT_NAME_PREDICATES
+            self._name_predicates = tuple(self.index.get("name_predicates", [])) or DEFAULT_NAME_PREDICATES
         return self._name_predicates
 
     def set_name_predicates(self, predicates: Sequence[str]) -> None:
         """Remember which predicates carry names (added to what is there)."""
-        merged = tuple(dict.fromkeys([*self.name_predicates_stored(), *predicates]))
-        self.store.extend(ox.Quad(META, NAME_PREDICATE, ox.NamedNode(p), META_GRAPH) for p in merged)
+        merged = list(dict.fromkeys([*self.index.get("name_predicates", []), *predicates]))
+        self.index.set("name_predicates", merged)
         self._name_predicates = None
-
-    def name_predicates_stored(self) -> list[str]:
-        return [q.object.value for q in self.store.quads_for_pattern(META, NAME_PREDICATE, None, META_GRAPH)]
 
     def _name_terms(self) -> list[tuple[ox.NamedNode]]:
         return [(ox.NamedNode(p),) for p in self.name_predicates]
@@ -299,14 +298,12 @@ class OxigraphGraph:
         return out
 
     def search_entities(self, keys: Sequence[str]) -> dict[str, list[Node]]:
-        found: dict[str, list[str]] = defaultdict(list)
-        uniq = list(dict.fromkeys(k for k in keys if k))
-        for part in _chunks(uniq):
-            text = render("lookup_names", keys=_sparql_rows([(ox.Literal(k),) for k in part]))
-            for row in self._query(text):
-                found[row["key"].value].append(row["e"].value)
+        started = time.perf_counter()
+        found = self.index.lookup(list(dict.fromkeys(k for k in keys if k)))
+        self.lookups += 1
+        self.seconds += time.perf_counter() - started
         names = self.labels([e for ents in found.values() for e in ents])
-        return {k: [Node(e, names.get(e, local_name(e))) for e in sorted(set(v))] for k, v in found.items()}
+        return {k: [Node(e, names.get(e, local_name(e))) for e in v] for k, v in found.items()}
 
     def has_entity(self, entity: str) -> bool:
         node = ox.NamedNode(entity)
@@ -319,8 +316,7 @@ class OxigraphGraph:
 
     def stats(self) -> dict:
         triples = self._query(sparql("count"))[0]["n"].value
-        keys = sum(1 for _ in self.store.quads_for_pattern(None, KEY, None, NAMES_GRAPH))
-        return {"triples": int(triples), "names": keys, "runs": len(self.runs())}
+        return {"triples": int(triples), "names": self.index.count(), "runs": len(self.runs())}
 
     # -- writing (used by loaders) -----------------------------------------
     def bulk_load_ntriples(self, data: bytes, fmt: ox.RdfFormat = ox.RdfFormat.N_TRIPLES) -> None:
@@ -331,31 +327,28 @@ class OxigraphGraph:
     def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
         self.store.bulk_extend(quads)
 
-    def index_names(self, pairs: Iterable[tuple[str, str]]) -> int:
-        """Add (entity IRI, normalised name) pairs to the linking index."""
-        # Keys are name_key() output (word characters and single spaces) and
-        # IRIs come from parsed terms, so this N-Quads text needs no escaping;
-        # bulk_load re-validates every term anyway.
-        lines = [f'<{e}> <urn:tog:key> "{k}" <urn:tog:names> .\n' for e, k in pairs if k]
-        if lines:
-            self.store.bulk_load("".join(lines).encode("utf-8"), ox.RdfFormat.N_QUADS)
-        return len(lines)
+    def index_names(self, pairs: Iterable[tuple[str, str]], source: str) -> int:
+        """Queue (entity IRI, normalised name) pairs for the linking index;
+        they are committed with the next checkpoint."""
+        return self.index.add(pairs, source)
+
+    def begin_bulk(self) -> None:
+        self.index.begin_bulk()
+
+    def end_bulk(self) -> None:
+        self.index.end_bulk()
+
+    def forget_load(self, source: str) -> None:
+        self.index.forget(source)
 
     def checkpoint(self, source: str) -> dict:
-        subject = ox.NamedNode("urn:tog:load:" + source)
-        out = {}
-        for q in self.store.quads_for_pattern(subject, None, None, META_GRAPH):
-            out[local_name(q.predicate.value).split(":")[-1]] = q.object.value
-        return out
+        return self.index.checkpoint(source)
 
-    def set_checkpoint(self, source_key: str, **values: object) -> None:
-        subject = ox.NamedNode("urn:tog:load:" + source_key)
-        for key, value in values.items():
-            pred = _v(key)
-            for q in list(self.store.quads_for_pattern(subject, pred, None, META_GRAPH)):
-                self.store.remove(q)
-            self.store.add(ox.Quad(subject, pred, ox.Literal(str(value)), META_GRAPH))
+    def set_checkpoint(self, source: str, **values) -> None:
+        """Make the data written so far durable, then record the checkpoint
+        (and the names queued with it) in one transaction."""
         self.store.flush()
+        self.index.set_checkpoint(source, **values)
 
     # -- runs ---------------------------------------------------------------
     def start_run(self, run: RunInfo) -> None:

@@ -1,0 +1,111 @@
+"""The embedded store's side tables in SQLite: the entity-name index used for
+linking, load checkpoints and settings.
+
+Why not in Oxigraph: one key quad per name costs the bulk loader as much as
+the name itself (at 10M triples with 1M names, +6.8 s on a 36 s load),
+while SQLite takes the same rows in about 1.3 s.  Names of a load segment
+and that segment's checkpoint are written in one SQLite transaction, so a
+killed load never leaves names without their checkpoint or the reverse.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS names (key TEXT NOT NULL, entity TEXT NOT NULL, source TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS loads (
+    source TEXT PRIMARY KEY, path TEXT, lines INTEGER NOT NULL DEFAULT 0,
+    triples INTEGER NOT NULL DEFAULT 0, skipped INTEGER NOT NULL DEFAULT 0,
+    complete INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+KEY_INDEX = "CREATE INDEX IF NOT EXISTS names_key ON names(key)"
+LOOKUP_BATCH = 500
+
+
+class NameIndex:
+    """Normalised name -> entity IRIs, plus checkpoints and settings."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.db = sqlite3.connect(str(path) if path is not None else ":memory:")
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+        self.db.execute(KEY_INDEX)
+        self.db.commit()
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- names ---------------------------------------------------------------
+    def begin_bulk(self) -> None:
+        """Drop the key index while a load writes many rows; ``end_bulk``
+        (or the next open) builds it again."""
+        self.db.execute("DROP INDEX IF EXISTS names_key")
+        self.db.commit()
+
+    def end_bulk(self) -> None:
+        self.db.execute(KEY_INDEX)
+        self.db.commit()
+
+    def add(self, pairs: Iterable[tuple[str, str]], source: str) -> int:
+        """Queue (entity, key) rows; they are committed with the next checkpoint."""
+        rows = [(k, e, source) for e, k in pairs if k]
+        if rows:
+            self.db.executemany("INSERT INTO names(key, entity, source) VALUES (?, ?, ?)", rows)
+        return len(rows)
+
+    def forget(self, source: str) -> None:
+        """Remove what a load of ``source`` wrote (before loading it again)."""
+        self.db.execute("DELETE FROM names WHERE source = ?", (source,))
+        self.db.execute("DELETE FROM loads WHERE source = ?", (source,))
+        self.db.commit()
+
+    def lookup(self, keys: Sequence[str]) -> dict[str, list[str]]:
+        found: dict[str, set[str]] = defaultdict(set)
+        for i in range(0, len(keys), LOOKUP_BATCH):
+            part = list(keys[i:i + LOOKUP_BATCH])
+            marks = ",".join("?" * len(part))
+            for key, entity in self.db.execute(
+                    f"SELECT key, entity FROM names WHERE key IN ({marks})", part):  # noqa: S608 (marks only)
+                found[key].add(entity)
+        return {k: sorted(v) for k, v in found.items()}
+
+    def count(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM (SELECT DISTINCT key, entity FROM names)").fetchone()[0]
+
+    # -- checkpoints -----------------------------------------------------------
+    def checkpoint(self, source: str) -> dict:
+        row = self.db.execute(
+            "SELECT path, lines, triples, skipped, complete FROM loads WHERE source = ?", (source,)).fetchone()
+        if row is None:
+            return {}
+        return {"path": row[0], "lines": row[1], "triples": row[2], "skipped": row[3], "complete": bool(row[4])}
+
+    def set_checkpoint(self, source: str, *, path: str, lines: int, triples: int, skipped: int,
+                       complete: bool = False) -> None:
+        """Record progress and commit it together with the names queued since."""
+        self.db.execute(
+            "INSERT INTO loads(source, path, lines, triples, skipped, complete) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(source) DO UPDATE SET path=excluded.path, lines=excluded.lines, "
+            "triples=excluded.triples, skipped=excluded.skipped, complete=excluded.complete",
+            (source, path, lines, triples, skipped, int(complete)))
+        self.db.commit()
+
+    def rollback(self) -> None:
+        self.db.rollback()
+
+    # -- settings --------------------------------------------------------------
+    def get(self, key: str, default=None):
+        row = self.db.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def set(self, key: str, value) -> None:
+        self.db.execute("INSERT INTO settings(key, value) VALUES (?, ?) "
+                        "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, json.dumps(value)))
+        self.db.commit()
