@@ -3,7 +3,9 @@
 For each size, a seeded synthetic Freebase-style N-Triples file (see
 ``synth.py``) is loaded into a fresh store twice by each side, alternating
 (raw, tog, raw, tog), each in its own process so peak RSS is its own.
-Prints triples/s, peak RSS and store size, and tog's rate as a share of raw.
+Prints triples/s, peak RSS and store size, and tog's rate as a share of raw;
+``--breakdown`` adds a tog load that indexes no names (a name predicate that
+does not occur), which shows what the entity-name index costs.
 
     python benchmarks/load.py --sizes 1000000 10000000
 """
@@ -39,7 +41,8 @@ def child(kind: str, file: str, store: str) -> None:
     else:
         from engine.cli import cli
 
-        cli.main(["load", file, "--store", store, "--no-progress"], prog_name="tog", standalone_mode=False)
+        extra = ["--name-predicate", "urn:tog:no-names"] if kind == "tog-no-names" else []
+        cli.main(["load", file, "--store", store, "--no-progress", *extra], prog_name="tog", standalone_mode=False)
     seconds = time.perf_counter() - started
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     size = sum(f.stat().st_size for f in Path(store).rglob("*") if f.is_file())
@@ -57,6 +60,8 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "tog-bench-load")
     ap.add_argument("--rounds", type=int, default=2, help="Loads per side (alternating).")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="Also load without indexing names, to show what the name index costs.")
     ap.add_argument("--child", nargs=3, metavar=("KIND", "FILE", "STORE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -70,9 +75,10 @@ def main() -> None:
         if not file.exists():
             print(f"generating {file} ...", flush=True)
             generate(size, file)
-        runs: dict[str, list[dict]] = {"raw": [], "tog": []}
+        kinds = ("raw", "tog", "tog-no-names") if args.breakdown else ("raw", "tog")
+        runs: dict[str, list[dict]] = {k: [] for k in kinds}
         for _ in range(args.rounds):
-            for kind in ("raw", "tog"):
+            for kind in kinds:
                 r = measure(kind, file, args.workdir / f"store-{kind}")
                 runs[kind].append(r)
                 print(f"  {size:>11,} {kind}: {size / r['seconds']:>10,.0f} triples/s "
@@ -83,7 +89,11 @@ def main() -> None:
         rss = max(r["peak_rss"] for r in runs["tog"])
         print(f"{size:,} triples: tog load {tog:,.0f}/s, raw bulk_load {raw:,.0f}/s, "
               f"ratio {tog / raw:.2f}; tog peak RSS {rss / 2**20:,.0f} MiB", flush=True)
-        for kind in ("raw", "tog"):
+        if args.breakdown:
+            bare = statistics.median(size / r["seconds"] for r in runs["tog-no-names"])
+            print(f"{size:,} triples: tog load without the name index {bare:,.0f}/s, ratio {bare / raw:.2f}",
+                  flush=True)
+        for kind in kinds:
             shutil.rmtree(args.workdir / f"store-{kind}", ignore_errors=True)
 
 

@@ -118,7 +118,7 @@ def cli() -> None:
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @click.option("--chunk-bytes", type=click.IntRange(1024), default=16 << 20, hidden=True,
               help="Bytes per read block, and per write of the careful path.")
-@click.option("--segment-lines", type=click.IntRange(1), default=5_000_000, hidden=True,
+@click.option("--segment-lines", type=click.IntRange(1), default=50_000_000, hidden=True,
               help="Lines per bulk-load call (and checkpoint) of the fast path.")
 @_fail_cleanly
 def load(files, store, fmt, delimiter, max_errors, name_predicates, name_langs, force, progress,

@@ -152,16 +152,27 @@ class KnowledgeGraph(Protocol):
 # ---------------------------------------------------------------------------
 # Naming helpers shared by loaders, backends and linking.
 
-_PUNCT = re.compile(r"[^\w]+", re.UNICODE)
+_COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+_NON_WORD = re.compile(r"[^\w\n]+")
+_SPACES = re.compile(r" {2,}")
+_EDGES = re.compile(r"(?m)^ | $")
+
+
+def name_keys(texts: Sequence[str]) -> list[str]:
+    """``name_key`` of many names at once (one pass of each expression over
+    all of them; names never contain a raw newline)."""
+    if not texts:
+        return []
+    big = "\n".join(t.replace("\n", " ") for t in texts) if any("\n" in t for t in texts) else "\n".join(texts)
+    if not big.isascii():
+        big = _COMBINING.sub("", unicodedata.normalize("NFKD", big))
+    return _EDGES.sub("", _SPACES.sub(" ", _NON_WORD.sub(" ", big.casefold()))).split("\n")
 
 
 def name_key(text: str) -> str:
     """The normalised form under which names are indexed and looked up:
     accents removed, case folded, punctuation turned into single spaces."""
-    if not text.isascii():
-        text = unicodedata.normalize("NFKD", text)
-        text = "".join(c for c in text if not unicodedata.combining(c))
-    return " ".join(_PUNCT.sub(" ", text.casefold()).split())
+    return name_keys([text])[0]
 
 
 def local_name(iri: str) -> str:

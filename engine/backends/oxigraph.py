@@ -332,6 +332,10 @@ class OxigraphGraph:
         they are committed with the next checkpoint."""
         return self.index.add(pairs, source)
 
+    def discard_names(self) -> None:
+        """Forget the names queued since the last checkpoint (a failed segment)."""
+        self.index.rollback()
+
     def begin_bulk(self) -> None:
         self.index.begin_bulk()
 
