@@ -166,12 +166,16 @@ def name_keys(texts: Sequence[str]) -> list[str]:
     big = "\n".join(t.replace("\n", " ") for t in texts) if any("\n" in t for t in texts) else "\n".join(texts)
     if not big.isascii():
         big = _COMBINING.sub("", unicodedata.normalize("NFKD", big))
-    return _EDGES.sub("", _SPACES.sub(" ", _NON_WORD.sub(" ", big.casefold()))).split("\n")
+    keys = _EDGES.sub("", _SPACES.sub(" ", _NON_WORD.sub(" ", big.casefold()))).split("\n")
+    if "" in keys:  # a name of punctuation only ("$", "!!!") keeps its characters
+        keys = [k or " ".join(t.casefold().split()) for k, t in zip(keys, texts)]
+    return keys
 
 
 def name_key(text: str) -> str:
     """The normalised form under which names are indexed and looked up:
-    accents removed, case folded, punctuation turned into single spaces."""
+    accents removed, case folded, punctuation turned into single spaces (a
+    name of punctuation only is kept as it is, case folded)."""
     return name_keys([text])[0]
 
 

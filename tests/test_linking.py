@@ -102,3 +102,12 @@ def test_empty_question(kg, question):
 def test_question_without_any_entity(kg):
     with pytest.raises(QuestionError, match="mark it like"):
         link(kg, "who directed the best film ever")
+
+
+def test_a_name_of_punctuation_only_is_linkable(tmp_path):
+    lines = [f'<{iri("dollar")}> <{RDFS_LABEL}> "$" .', f'<{iri("bang")}> <{RDFS_LABEL}> "!!" .',
+             f"<{iri('dollar')}> <{iri('rel')}> <{iri('bang')}> ."]
+    g, (report,) = load_into(tmp_path / "store", write_nt(tmp_path / "p.nt", lines))
+    assert report.names == 2
+    assert ids(link(g, "who directed [$]")) == [iri("dollar")]
+    assert ids(link(g, "what about [!!]")) == [iri("bang")]
