@@ -329,3 +329,23 @@ def test_tog_entry_point_help():
     assert done.returncode == 0, done.stderr
     for command in ("load", "ask", "runs", "eval", "info"):
         assert f"  {command} " in done.stdout
+
+
+def test_a_store_in_use_by_another_process_is_one_clear_line(tog, loaded_store):
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\n"
+         "from engine.backends.oxigraph import OxigraphGraph\n"
+         f"g = OxigraphGraph({str(loaded_store)!r})\n"
+         "print('ready', flush=True)\n"
+         "sys.stdin.read()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        line = assert_clean_error(tog("ask", "who directed [Quiz Game]", "--store", loaded_store), "in use")
+        assert str(loaded_store) in line
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    # once the other process is gone, the store opens again
+    assert tog("ask", "who directed [Quiz Game]", "--store", loaded_store).exit_code == 0

@@ -107,6 +107,9 @@ class OxigraphGraph:
         try:
             self.store = ox.Store(str(self.path / "kg")) if self.path is not None else ox.Store()
         except OSError as e:
+            if "lock" in str(e).lower():
+                raise StoreError(f"the store at {self.path} is in use by another process "
+                                 "(an embedded store opens in one process at a time)") from e
             raise StoreError(f"cannot open the store at {self.path}: {e}") from e
         self.index = NameIndex(self.path / "index.sqlite" if self.path is not None else None)
         self.policy = policy
