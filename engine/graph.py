@@ -67,11 +67,6 @@ class Candidate:
     node: Node
     via: tuple[Relation, ...] = ()
 
-    @property
-    def relation_text(self) -> str:
-        parts = [self.relation.text] + [r.text for r in self.via]
-        return " / ".join(parts)
-
 
 @dataclass(slots=True)
 class PathRecord:
@@ -255,7 +250,3 @@ DEFAULT_POLICY = RelationPolicy(
     exclude=frozenset(DEFAULT_NAME_PREDICATES),
 )
 
-
-def dedupe(items: Iterable[str]) -> list[str]:
-    """Keep the first occurrence of each item, in order."""
-    return list(dict.fromkeys(items))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.graph import Node, Relation, tail_role
+from engine.graph import Node, Relation
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,15 +48,6 @@ class Path:
         return Path(new_id, self.topic, self.hops + (hop,), parent=self.id,
                     nodes=self.nodes | {hop.node.id})
 
-    def answer_role(self) -> str | None:
-        """Words for what the tail is, seen from the last relation: the
-        object's role for an ``out`` edge, the subject's for an ``in`` edge
-        (None when the KG does not say)."""
-        if not self.hops:
-            return None
-        hop = self.hops[-1]
-        return tail_role(hop.via[-1] if hop.via else hop.relation)
-
     def relations(self) -> list[Relation]:
         """Every relation along the path, looked-through hops included."""
         out: list[Relation] = []
@@ -64,9 +55,6 @@ class Path:
             out.append(h.relation)
             out.extend(h.via)
         return out
-
-    def relation_texts(self) -> list[str]:
-        return [h.relation_text for h in self.hops]
 
     def verbalise(self, with_entities: bool = True) -> str:
         """``Tom Hanks -> starred actors (of) -> Big -> directed by -> Penny Marshall``.

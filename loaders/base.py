@@ -6,7 +6,6 @@ from __future__ import annotations
 import bz2
 import gzip
 import hashlib
-import io
 from collections import deque
 from itertools import islice
 from dataclasses import dataclass, field
@@ -124,6 +123,3 @@ def skip_lines(stream: BinaryIO, count: int) -> None:
     """Read past ``count`` lines (a resumed load), at C speed."""
     deque(islice(stream, count), maxlen=0)
 
-
-def text_lines(stream: BinaryIO) -> io.TextIOWrapper:
-    return io.TextIOWrapper(stream, encoding="utf-8", errors="strict", newline="")
