@@ -89,7 +89,10 @@ class QuestionModel:
         if not self.focus or relation is None:
             return True
         role = tail_role(relation)
-        return role is None or self.focus <= frozenset(terms(role))
+        if role is None:
+            return True
+        rts = _relation_terms(role)
+        return any(_matches(f, r) for f in self.focus for r in rts)
 
     def returns(self, chain: Sequence[Relation]) -> bool:
         """Does the chain go out through the shared relation and straight back?"""

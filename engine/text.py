@@ -102,7 +102,8 @@ def mention_position(question: str, mentions: list[str]) -> int:
 
 
 _FOCUS = re.compile(
-    r"\b(?:which|what)\s+(?:(?:is|are|was|were)\s+(?:the\s+)?)?(?:(kind|type|sort)\s+of|([a-z]+))\b", re.I)
+    r"\b(?:which|what)\s+(?:(?:is|are|was|were)\s+(?:the\s+)?)?(?:(kind|type|sort)\s+of|([a-z]+)(?:\s+([a-z]+))?)\b",
+    re.I)
 # Nouns that ask for no particular kind of thing.
 GENERIC_NOUNS = frozenset("""
 person people persons man woman someone somebody thing things one ones word words term terms
@@ -111,17 +112,24 @@ topic topics name names entity entities
 
 
 def focus_terms(question: str) -> frozenset[str]:
-    """The noun a ``which X`` / ``what X`` question asks for, stemmed:
-    "which languages ..." -> {"languag"}.  Empty when the question names no
-    such noun ("who ...", "what is ...", "what kind of ...")."""
+    """The kind of thing a ``which X`` / ``what X`` question asks for, as the
+    stems of the (at most two) content words after the question word: an
+    answer fits when it is any of them ("the primary language" -> {primari,
+    languag}; "which screenwriter wrote" -> {screenwrit, wrote}).  Empty when
+    the question names no such thing ("who ...", "what is ...", "what kind
+    of ...", "which person ...")."""
     text = _BRACKET.sub(" ", question)
     for m in _FOCUS.finditer(text):
         if m.group(1):
             return frozenset()
-        word = m.group(2).lower()
-        if word in GENERIC_NOUNS:
-            return frozenset()
-        if word in STOPWORDS or len(word) < 3:
+        found = []
+        for word in (m.group(2), m.group(3)):
+            if word is None or word.lower() in STOPWORDS or len(word) < 3:
+                break
+            found.append(word.lower())
+        if not found:
             continue
-        return frozenset({stem(word)})
+        if found[0] in GENERIC_NOUNS:
+            return frozenset()
+        return frozenset(stem(w) for w in found)
     return frozenset()
