@@ -145,45 +145,34 @@ class _Feed:
     names, converts delimited lines to N-Triples and moves the progress bar;
     the loader pulls the bytes, so only one block is held at a time."""
 
-    def __init__(self, stream, max_lines: int, first_line: int, fmt: str, delimiter: str | None,
+    def __init__(self, reader: _BlockReader, max_lines: int, first_line: int, fmt: str, delimiter: str | None,
                  predicates: frozenset[str], langs: Sequence[str], report: LoadReport, bar: _Progress,
-                 block: int, queue_names) -> None:
-        self.stream, self.max_lines, self.first_line, self.block = stream, max_lines, first_line, block
+                 block: int, queue_names, max_errors: int, sid: str) -> None:
+        self.reader, self.stream = reader, reader.stream
+        self.max_lines, self.first_line, self.block = max_lines, first_line, block
+        self.max_errors, self.sid = max_errors, sid
         self.fmt, self.delimiter = fmt, delimiter
         self.predicates, self.langs = predicates, langs
         self.scanner = rdf.NameScanner(predicates, langs)
         self.report, self.bar = report, bar
-        self.buf, self.pos, self.carry = b"", 0, b""
+        self.buf, self.pos = b"", 0
         self.lines = self.statements = 0
         self.eof = False
         self.queue_names = queue_names  # names go to the index as they come (committed with the checkpoint)
         self.names = 0
         self.bad: list[tuple[int, str]] = []
 
-    def _next_block(self) -> bytes:
-        """Whole lines, about ``block`` bytes of them (b"" at the end)."""
-        while True:
-            data = self.stream.read(self.block)
-            if not data:
-                rest, self.carry = self.carry, b""
-                return rest + b"\n" if rest and not rest.endswith(b"\n") else rest
-            data = self.carry + data
-            cut = data.rfind(b"\n") + 1
-            if cut:
-                self.carry = data[cut:]
-                return data[:cut]
-            self.carry = data  # a line longer than a block: keep reading
-
     def _fill(self) -> bool:
         if self.lines >= self.max_lines or self.eof:
             return False
         if self.fmt == "nt":
-            data = self._next_block()
+            data = self.reader.next_block(self.block)
             if not data:
                 self.eof = True
                 return False
             count = data.count(b"\n")
             self.statements += _statements_in(data, count)
+            data = skolemise(data, self.sid)
             self.names += self.queue_names(self.scanner.pairs(data))
         else:
             lines = self.stream.readlines(self.block)
@@ -194,6 +183,9 @@ class _Feed:
             data, names, triples_, bad = triples.convert(lines, self.first_line + self.lines, self.fmt, self.delimiter)
             self.names += self.queue_names(names)
             self.bad.extend(bad)
+            if self.report.skipped + len(self.bad) > self.max_errors:
+                for line, reason in self.bad:  # raises LoadError on the first one past the limit
+                    self.report.bad_line(line, reason, self.max_errors)
             self.statements += triples_
         self.buf, self.pos = data, 0
         self.lines += count
@@ -222,6 +214,42 @@ class _Feed:
         return self.eof
 
 
+class _BlockReader:
+    """Whole lines from a stream in blocks, keeping the partial last line
+    for the next block, across the segments of one file."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.carry = b""
+
+    def next_block(self, size: int) -> bytes:
+        """About ``size`` bytes of whole lines (b"" at the end of the file)."""
+        while True:
+            data = self.stream.read(size)
+            if not data:
+                rest, self.carry = self.carry, b""
+                return rest + b"\n" if rest and not rest.endswith(b"\n") else rest
+            data = self.carry + data
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                self.carry = data[cut:]
+                return data[:cut]
+            self.carry = data  # a line longer than a block: keep reading
+
+
+_BLANK = re.compile(rb"(?m)(^[ \t]*|>[ \t]+)_:([\w-](?:[\w.-]*[\w-])?)")
+
+
+def skolemise(data: bytes, sid: str) -> bytes:
+    """Give the labelled blank nodes of N-Triples text stable IRIs
+    (``_:x`` -> ``<urn:tog:b:SOURCE:x>``), so that a file loaded twice, or
+    a segment written again after a kill, adds nothing."""
+    if b"_:" not in data:
+        return data
+    prefix = f"urn:tog:b:{sid}:".encode()
+    return _BLANK.sub(lambda m: m.group(1) + b"<" + prefix + m.group(2) + b">", data)
+
+
 def _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors,
                 predicates, langs, bar, chunk_bytes, segment_lines) -> None:
     """Line formats in segments of ``segment_lines``.  N-Triples and delimited
@@ -232,13 +260,16 @@ def _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors
     fast = fmt != "nq"
     block = min(chunk_bytes, 1 << 20)
     report.lines = start_line
+    if fmt in ("delimited", "tsv", "csv"):
+        delimiter = delimiter or triples.file_delimiter(path, fmt)
     stream = open_binary(path)
     try:
         skip_lines(stream, start_line)
+        reader = _BlockReader(stream)
         while True:
             if fast:
-                feed = _Feed(stream, segment_lines, report.lines + 1, fmt, delimiter, predicates, langs,
-                             report, bar, block, lambda pairs: graph.index_names(pairs, sid))
+                feed = _Feed(reader, segment_lines, report.lines + 1, fmt, delimiter, predicates, langs,
+                             report, bar, block, lambda pairs: graph.index_names(pairs, sid), max_errors, sid)
                 try:
                     graph.bulk_load_ntriples(feed)
                 except SyntaxError:
@@ -247,6 +278,7 @@ def _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors
                     stream.close()
                     stream = open_binary(path)
                     skip_lines(stream, report.lines)
+                    reader = _BlockReader(stream)
                 else:
                     _commit(graph, sid, report, feed.statements, feed.lines, feed.names, feed.bad, max_errors)
                     bar.update(raw_position(stream), report.triples, report.skipped)
@@ -256,7 +288,7 @@ def _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors
             done = 0
             for first, lines in read_line_chunks(stream, chunk_bytes, report.lines + 1):
                 if fmt in ("nt", "nq"):
-                    count, names, bad = _rdf_chunk(graph, lines, first, fmt, predicates, langs)
+                    count, names, bad = _rdf_chunk(graph, lines, first, fmt, predicates, langs, sid)
                 else:
                     data, names, count, bad = triples.convert(lines, first, fmt, delimiter)
                     graph.bulk_load_ntriples(data)
@@ -300,13 +332,14 @@ def _statements_in(data: bytes, newlines: int) -> int:
     return newlines
 
 
-def _rdf_chunk(graph, lines, first, fmt, predicates, langs):
+def _rdf_chunk(graph, lines, first, fmt, predicates, langs, sid):
     """Write one chunk of N-Triples / N-Quads lines; returns (triples, names, bad).
 
     The whole chunk goes to the bulk loader, which writes nothing when a line
     is malformed; such a chunk is then parsed line by line, so a bad line
     costs exactly that line.
     """
+    lines = [skolemise(line, sid) for line in lines] if any(b"_:" in line for line in lines) else lines
     data = b"".join(lines)
     if fmt == "nt":
         try:
@@ -322,7 +355,7 @@ def _rdf_chunk(graph, lines, first, fmt, predicates, langs):
         if line.isspace() or not line:
             continue
         try:
-            good.extend(rdf.default_graph(q) for q in ox.parse(line, ox_format))
+            good.extend(rdf.skolem_quad(q, sid) for q in ox.parse(line, ox_format))
         except SyntaxError as e:
             bad.append((first + offset, str(e).split(" (line")[0].replace("at line 1 ", "")))
     if good:
@@ -345,7 +378,7 @@ def _load_stream(graph, path, fmt, sid, report, max_errors, predicates, langs, b
             if isinstance(item, tuple):
                 report.bad_line(item[0], item[1], max_errors)
                 continue
-            batch.append(rdf.default_graph(item))
+            batch.append(rdf.skolem_quad(item, sid))
             if len(batch) >= QUAD_BATCH:
                 flush()
                 bar.update(raw_position(stream), report.triples, report.skipped)
@@ -364,7 +397,7 @@ def _load_rdflib(graph, path, fmt, sid, report, max_errors, predicates, langs, b
         raise LoadError(f"{path}: rdflib could not parse it as {fmt}: {e}") from e
     data = g.serialize(format="nquads" if fmt == "trix" else "nt", encoding="utf-8")
     lines = data.splitlines(keepends=True)
-    count, names, bad = _rdf_chunk(graph, lines, 1, "nq" if fmt == "trix" else "nt", predicates, langs)
+    count, names, bad = _rdf_chunk(graph, lines, 1, "nq" if fmt == "trix" else "nt", predicates, langs, sid)
     for lineno, reason in bad:
         report.bad_line(lineno, reason, max_errors)
     report.names += graph.index_names(names, sid)

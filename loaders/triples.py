@@ -29,9 +29,21 @@ def _literal(text: str) -> str:
     return f'"{escaped}"'
 
 
-def guess_delimiter(sample: bytes) -> str:
-    line = sample.split(b"\n", 1)[0]
-    return "\t" if line.count(b"\t") >= 2 else "|"
+def file_delimiter(path, fmt: str) -> str:
+    """The field separator of a delimited file: tab for TSV, comma for CSV,
+    otherwise tab or | as the first line that is not blank or a comment has."""
+    if fmt == "tsv":
+        return "\t"
+    if fmt == "csv":
+        return ","
+    from loaders.base import open_binary
+
+    with open_binary(path) as fh:
+        for _, raw in zip(range(1000), fh):
+            line = raw.strip()
+            if line and not line.startswith(b"#"):
+                return "\t" if line.count(b"\t") >= 2 else "|"
+    return "|"
 
 
 def convert(lines: list[bytes], first: int, fmt: str, delimiter: str | None):
@@ -40,7 +52,7 @@ def convert(lines: list[bytes], first: int, fmt: str, delimiter: str | None):
     Returns ``(data, names, triples, bad)`` where ``names`` are (IRI, key)
     pairs for the linking index and ``bad`` lists (line number, reason).
     """
-    delim = delimiter or ("\t" if fmt == "tsv" else "," if fmt == "csv" else guess_delimiter(lines[0] if lines else b""))
+    delim = delimiter or ("\t" if fmt == "tsv" else "," if fmt == "csv" else "|")
     out: list[str] = []
     names: dict[str, str] = {}
     bad: list[tuple[int, str]] = []
@@ -55,7 +67,7 @@ def convert(lines: list[bytes], first: int, fmt: str, delimiter: str | None):
         if not text.strip() or text.startswith("#"):
             continue
         if fmt == "csv":
-            fields = next(csv.reader([text]))
+            fields = next(csv.reader([text], delimiter=delim))
         else:
             fields = text.split(delim)
         fields = [f.strip() for f in fields]

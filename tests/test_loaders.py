@@ -482,3 +482,60 @@ def test_segments_with_bad_lines_match_a_clean_load(tmp_path, segment_lines, chu
     assert report.skipped == len(bad_at)
     assert [line for line, _ in report.bad] == [p + 1 for p in bad_at]
     assert report.lines == len(dirty_lines)
+
+
+def test_tab_separated_ntriples_index_names(tmp_path):
+    f = tmp_path / "tabs.nt"
+    f.write_text(f'<{fb("m.01")}>\t<{fb("type.object.name")}>\t"Paul Attanasio"@en\t.\n'
+                 f'<{fb("m.02")}>\t<{fb("film.film.written_by")}>\t<{fb("m.01")}>\t.\n', encoding="utf-8")
+    g, (report,) = load_into(tmp_path / "store", f)
+    assert report.names == 1
+    assert [n.id for n in g.search_entities(["paul attanasio"])["paul attanasio"]] == [fb("m.01")]
+
+
+@pytest.mark.parametrize("segment_lines,chunk_bytes", [(1, 1024), (2, 1024), (3, 1024), (10**6, 1024)])
+def test_segment_boundaries_lose_no_line(tmp_path, segment_lines, chunk_bytes):
+    # long lines (> a block) and no newline at the end: every segment boundary
+    # falls inside a line somewhere
+    lines = [f"<{EX}long/s{i}> <{EX}long/p> \"{'x' * (300 + 97 * i)}\" ." for i in range(12)]
+    lines.append(f"<{EX}long/keep> <{EX}long/p> <{EX}long/o> . #<{EX}long/bogus> <{EX}long/p> <{EX}long/o> .")
+    f = tmp_path / "long.nt"
+    f.write_bytes(("\n".join(lines)).encode())  # no final newline
+    ref, (ref_report,) = load_into(tmp_path / "ref", f, segment_lines=10**6, chunk_bytes=1 << 20)
+    g, (report,) = load_into(tmp_path / "seg", f, segment_lines=segment_lines, chunk_bytes=chunk_bytes)
+    assert content(g) == content(ref)
+    assert report.triples == ref_report.triples == len(lines)
+    assert report.skipped == 0
+    assert has(g, f"{EX}long/keep", f"{EX}long/p", ox.NamedNode(f"{EX}long/o"))
+    assert not has(g, f"{EX}long/bogus", f"{EX}long/p", ox.NamedNode(f"{EX}long/o"))
+
+
+@pytest.mark.parametrize("suffix,text", [
+    (".nt", "<urn:a> <urn:p> _:x .\n_:x <urn:q> <urn:b> .\n"),
+    (".nt", "<urn:a> <urn:p> _:x .\n_:x <urn:q> <urn:b> .\nnot a triple\n"),
+    (".ttl", "<urn:a> <urn:p> _:x .\n_:x <urn:q> <urn:b> .\n"),
+    (".nq", "<urn:a> <urn:p> _:x <urn:g> .\n_:x <urn:q> <urn:b> .\n"),
+])
+def test_blank_nodes_are_stable_so_reloading_adds_nothing(tmp_path, suffix, text):
+    f = tmp_path / f"bn{suffix}"
+    f.write_text(text, encoding="utf-8")
+    g, _ = load_into(tmp_path / "store", f)
+    once = content(g)
+    assert len(once[0]) == 2
+    load_file(g, f, force=True)
+    assert content(g) == once
+    # the two statements meet in one node
+    (node,) = {q.object for q in g.store.quads_for_pattern(ox.NamedNode("urn:a"), None, None, ox.DefaultGraph())}
+    assert any(True for _ in g.store.quads_for_pattern(node, ox.NamedNode("urn:q"), None, ox.DefaultGraph()))
+
+
+def test_delimiter_is_guessed_once_per_file(tmp_path):
+    f = tmp_path / "tabs.txt"
+    f.write_text("# my kb\n\nAlice\tknows\tBob\nBob\tknows\tCarol\n", encoding="utf-8")
+    g, (report,) = load_into(tmp_path / "store", f, chunk_bytes=1024)
+    assert (report.triples, report.skipped) == (2, 0)
+    c = tmp_path / "semi.csv"
+    c.write_text('a;r;"b;c"\n', encoding="utf-8")
+    g2, (r2,) = load_into(tmp_path / "store2", c, delimiter=";")
+    assert (r2.triples, r2.skipped) == (1, 0)
+    assert has(g2, entity_iri("a"), relation_iri("r"), ox.NamedNode(entity_iri("b;c")))
