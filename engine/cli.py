@@ -135,7 +135,10 @@ def load(files, store, fmt, delimiter, max_errors, name_predicates, name_langs, 
         progress = sys.stderr.isatty()
     langs = tuple(name_langs) if name_langs else ("en", "")
     preds = tuple(name_predicates) if name_predicates else DEFAULT_NAME_PREDICATES
-    store.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        store.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise click.ClickException(f"cannot create a store at {store}: {e.strerror or e}") from None
     with _open(store, create=True) as kg:
         for f in files:
             report = load_file(kg, f, fmt=fmt, delimiter=delimiter, max_errors=max_errors,

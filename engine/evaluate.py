@@ -12,8 +12,8 @@ a breakdown by type, KG time and KG lookups per question.
 
 from __future__ import annotations
 
+import hashlib
 import json
-import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -46,11 +46,16 @@ def read_questions(path: str | Path, types: str | Path | None = None) -> Iterato
     if not path.is_file():
         raise TogError(f"no such question file: {path}")
     type_list = None
-    if types is not None:
-        with open_binary(Path(types)) as fh:
-            type_list = [t.decode("utf-8").strip() for t in fh.read().splitlines()]
-    with open_binary(path) as fh:
-        raw = fh.read().decode("utf-8")
+    try:
+        if types is not None:
+            with open_binary(Path(types)) as fh:
+                type_list = [t.decode("utf-8").strip() for t in fh.read().splitlines()]
+        with open_binary(path) as fh:
+            raw = fh.read().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TogError(f"{types if type_list is None and types else path}: not UTF-8 text ({e.reason})") from e
+    except (OSError, EOFError) as e:
+        raise TogError(f"cannot read {path}: {e}") from e
     stem = path.name.split(".")[0]
     for n, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
@@ -63,16 +68,31 @@ def read_questions(path: str | Path, types: str | Path | None = None) -> Iterato
             except (json.JSONDecodeError, KeyError, TypeError) as e:
                 raise TogError(f"{path}:{n}: not a question record ({e})") from e
             answers = obj.get("answers", obj.get("answer", []))
-            if isinstance(answers, str):
+            if answers is None:
+                answers = []
+            elif isinstance(answers, (str, int, float)):
                 answers = [answers]
-            yield Question(str(obj.get("id", f"{stem}-{n}")), question, [str(a) for a in answers],
-                           [str(t) for t in obj.get("topic_entities", [])], obj.get("type", qtype))
+            elif not isinstance(answers, list):
+                raise TogError(f"{path}:{n}: 'answers' must be a list of names")
+            topics = obj.get("topic_entities") or []
+            if not isinstance(topics, list):
+                topics = [topics]
+            yield Question(str(obj.get("id", _line_id(stem, n, question))), question, [str(a) for a in answers],
+                           [str(t) for t in topics], obj.get("type", qtype))
             continue
         parts = line.split("\t")
         if len(parts) < 2:
             raise TogError(f"{path}:{n}: expected 'question<TAB>answer|answer'")
-        yield Question(f"{stem}-{n}", parts[0].strip(), [a for a in parts[1].split("|") if a],
+        yield Question(_line_id(stem, n, parts[0].strip()), parts[0].strip(), [a for a in parts[1].split("|") if a],
                        [], parts[2].strip() if len(parts) > 2 and parts[2].strip() else qtype)
+
+
+def _line_id(stem: str, n: int, question: str) -> str:
+    """An id for a question without one: file stem, line and a hash of the
+    text, so two files named alike (1-hop/qa_dev.txt, 2-hop/qa_dev.txt)
+    never share ids in one results file."""
+    digest = hashlib.sha1(question.encode("utf-8")).hexdigest()[:6]
+    return f"{stem}-{n}-{digest}"
 
 
 def _loose(text: str) -> str:
@@ -142,6 +162,8 @@ def evaluate(
 ) -> dict:
     """Answer every question not yet in ``out``, appending one line each as
     it finishes; return the summary over the whole file."""
+    if out.is_dir():
+        raise TogError(f"--out {out} is a directory; give a file name")
     out.parent.mkdir(parents=True, exist_ok=True)
     _drop_torn_tail(out)
     seen = done_ids(out)

@@ -54,8 +54,9 @@ class Pruner(Protocol):
 
 
 def _normalise(scores: Sequence[float]) -> list[float]:
+    """Scores scaled into [0, 1] by the best one (negatives count as 0)."""
     top = max(scores, default=0.0)
-    return [s / top if top > 0 else 0.0 for s in scores]
+    return [max(s, 0.0) / top if top > 0 else 0.0 for s in scores]
 
 
 class BM25Pruner:
@@ -133,10 +134,13 @@ class RandomPruner:
     name = "random"
 
     def __init__(self, seed: int = 0, **_: object) -> None:
-        self.rng = random.Random(seed)
+        self.seed = seed
 
     def score_relations(self, question: str, choices: Sequence[Choice]) -> list[float]:
-        return [self.rng.random() for _ in choices]
+        # seeded per question and candidate set, so a result does not depend
+        # on which questions ran before it in the same process
+        rng = random.Random(f"{self.seed}:{question}:{len(choices)}:{choices[0].text if choices else ''}")
+        return [rng.random() for _ in choices]
 
     score_entities = score_relations
 

@@ -89,7 +89,7 @@ class OfflineReasoner:
         now = max(model.utility(p.relations()) for p in paths)
         later = max(outlook(tuple(p.relations()), next_relations.get(p.id, ()), remaining) for p in paths)
         gain = later - now
-        if gain <= 0:
+        if gain <= 0 or model.size <= 0:
             return 1.0
         return round(max(0.0, 1.0 - gain / model.size), 6)
 

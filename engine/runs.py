@@ -99,7 +99,10 @@ def parse_age(text: str) -> dt.timedelta:
 
 
 def cutoff(age: str) -> str:
-    moment = dt.datetime.now(dt.timezone.utc) - parse_age(age)
+    try:
+        moment = dt.datetime.now(dt.timezone.utc) - parse_age(age)
+    except OverflowError:
+        raise ValueError(f"{age!r} reaches back before year 1") from None
     return moment.isoformat().replace("+00:00", "Z")
 
 

@@ -43,6 +43,7 @@ class LoadReport:
     bad: list[tuple[int, str]] = field(default_factory=list)
     seconds: float = 0.0
     resumed_from: int = 0
+    resumed_triples: int = 0
     already_complete: bool = False
 
     def bad_line(self, line: int, reason: str, max_errors: int) -> None:
@@ -57,7 +58,9 @@ class LoadReport:
 
     @property
     def rate(self) -> float:
-        return self.triples / self.seconds if self.seconds else 0.0
+        """Triples per second written by this run (a resumed run counts its own part)."""
+        done = self.triples - self.resumed_triples
+        return done / self.seconds if self.seconds else 0.0
 
 
 def open_binary(path: Path) -> BinaryIO:

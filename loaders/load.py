@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import time
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -93,9 +94,16 @@ def load_file(
     resumes.
     """
     path = Path(path)
+    if path.is_dir():
+        raise LoadError(f"{path} is a directory; name the files to load")
     if not path.is_file():
         raise LoadError(f"no such file: {path}")
     fmt = detect_format(path, fmt)
+    for p in name_predicates:
+        try:
+            ox.NamedNode(p)
+        except ValueError as e:
+            raise LoadError(f"--name-predicate {p!r} is not an IRI: {e}") from None
     report = LoadReport(source=str(path), format=fmt)
     sid = source_id(path)
     graph.set_name_predicates(name_predicates)
@@ -112,6 +120,7 @@ def load_file(
     if start_line:
         report.triples, report.skipped = done["triples"], done["skipped"]
     started = time.perf_counter()
+    report.resumed_triples = report.triples
     bar = _Progress(path, progress)
     graph.begin_bulk()
     try:
@@ -123,6 +132,10 @@ def load_file(
         else:
             _load_rdflib(graph, path, fmt, sid, report, max_errors, frozenset(name_predicates), name_langs, bar)
         _checkpoint(graph, sid, report, complete=True)
+    except (EOFError, zlib.error, OSError) as e:
+        graph.discard_names()
+        raise LoadError(f"{path}: cannot read it ({type(e).__name__}: {e}); is it truncated or corrupt? "
+                        "Fix it and re-run: the load resumes at its last checkpoint.") from e
     except BaseException:
         graph.discard_names()  # names of the unfinished piece: its re-run adds them again
         raise

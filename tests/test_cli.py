@@ -349,3 +349,23 @@ def test_a_store_in_use_by_another_process_is_one_clear_line(tog, loaded_store):
         holder.wait(timeout=30)
     # once the other process is gone, the store opens again
     assert tog("ask", "who directed [Quiz Game]", "--store", loaded_store).exit_code == 0
+
+
+def test_bad_inputs_are_one_clear_line_each(tog, loaded_store, tmp_path, kg_file):
+    import gzip
+
+    truncated = tmp_path / "cut.nt.gz"
+    truncated.write_bytes(gzip.compress(kg_file.read_bytes())[:-20])
+    assert_clean_error(tog("load", truncated, "--store", tmp_path / "s1"), "truncated or corrupt")
+    a_file = tmp_path / "plain"
+    a_file.write_text("x")
+    assert_clean_error(tog("load", kg_file, "--store", a_file / "sub"), "store")
+    assert_clean_error(tog("load", kg_file, "--store", tmp_path / "s2", "--name-predicate", "rdfs:label x"),
+                       "--name-predicate")
+    assert_clean_error(tog("load", tmp_path, "--store", tmp_path / "s3"), "directory")
+    assert_clean_error(tog("ask", "who directed it", "--topic", "urn:x>", "--store", loaded_store), "unknown entity")
+    assert_clean_error(tog("runs", "show", "a b", "--store", loaded_store), "no run")
+    assert_clean_error(tog("runs", "prune", "--older-than", "99999999999d", "--store", loaded_store), "--older-than")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"question": "who directed [Quiz Game]", "answers": ["Rita Director"]}\n')
+    assert_clean_error(tog("eval", questions, "--out", tmp_path, "--store", loaded_store), "directory")

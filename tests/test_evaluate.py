@@ -5,6 +5,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import json
+import re
 
 import pytest
 from conftest import METAQA
@@ -82,7 +83,9 @@ def test_metaqa_reader(tmp_path):
     f = tmp_path / "qa_dev.txt"
     f.write_text(METAQA_LINES, encoding="utf-8")
     qs = list(read_questions(f))
-    assert [q.id for q in qs] == ["qa_dev-1", "qa_dev-2", "qa_dev-4"]
+    # stem, line number and a hash of the question text
+    assert [q.id.rsplit("-", 1)[0] for q in qs] == ["qa_dev-1", "qa_dev-2", "qa_dev-4"]
+    assert all(re.fullmatch(r"qa_dev-\d-[0-9a-f]{6}", q.id) for q in qs)
     assert qs[0].question == "who directed [Quiz Game]"
     assert qs[0].answers == ["Rita Director"]
     assert qs[1].answers == ["Quiz Game", "Night Harbor"]
@@ -110,7 +113,7 @@ def test_jsonl_reader(tmp_path):
     ]) + "\n", encoding="utf-8")
     a, b = read_questions(f)
     assert (a.id, a.answers, a.topics, a.type) == ("a", ["Rita Director"], ["Quiz Game"], "movie_to_director")
-    assert (b.id, b.answers, b.topics, b.type) == ("qs-2", ["1994"], [], None)
+    assert (b.id.rsplit("-", 1)[0], b.answers, b.topics, b.type) == ("qs-2", ["1994"], [], None)
 
 
 def test_sample_questions_files_agree():
@@ -253,3 +256,42 @@ def test_other_exceptions_are_not_swallowed(tmp_path):
 
     with pytest.raises(RuntimeError):
         evaluate(QUESTIONS[:1], broken, tmp_path / "out.jsonl")
+
+
+def test_files_named_alike_never_share_ids(tmp_path):
+    (tmp_path / "h1").mkdir()
+    (tmp_path / "h2").mkdir()
+    a = tmp_path / "h1" / "qa_dev.txt"
+    b = tmp_path / "h2" / "qa_dev.txt"
+    a.write_text("who directed [Quiz Game]\tRita Director\n", encoding="utf-8")
+    b.write_text("who wrote [Quiz Game]\tPaul Author\n", encoding="utf-8")
+    (qa,), (qb,) = list(read_questions(a)), list(read_questions(b))
+    assert qa.id != qb.id
+    out = tmp_path / "res.jsonl"
+    evaluate([qa], lambda q: {"prediction": ["Rita Director"]}, out)
+    summary = evaluate([qb], lambda q: {"prediction": ["Paul Author"]}, out)
+    assert summary["questions"] == 1 and summary["hits@1"] == 1.0
+    assert len(out.read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize("line,answers", [
+    ('{"question": "q [Quiz Game]", "answers": null}', []),
+    ('{"question": "q [Quiz Game]", "answers": 1994}', ["1994"]),
+    ('{"question": "q [Quiz Game]", "answer": "x"}', ["x"]),
+])
+def test_jsonl_answer_shapes(tmp_path, line, answers):
+    f = tmp_path / "q.jsonl"
+    f.write_text(line + "\n", encoding="utf-8")
+    (q,) = list(read_questions(f))
+    assert q.answers == answers
+
+
+def test_unreadable_question_files_are_clear_errors(tmp_path):
+    bad = tmp_path / "bin.txt"
+    bad.write_bytes(b"\xff\xfe\x00 not text")
+    with pytest.raises(TogError, match="not UTF-8"):
+        list(read_questions(bad))
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text('{"question": "q", "answers": {"a": 1}}\n', encoding="utf-8")
+    with pytest.raises(TogError, match="answers"):
+        list(read_questions(odd))

@@ -103,7 +103,10 @@ class OxigraphGraph:
                     raise StoreError(f"no store at {self.path}: create one with `tog load FILE --store {self.path}`")
                 if self.path.exists() and (not self.path.is_dir() or any(self.path.iterdir())):
                     raise StoreError(f"{self.path} exists and is not a tog store; pick a new directory")
-                kg_dir.mkdir(parents=True)
+                try:
+                    kg_dir.mkdir(parents=True)
+                except OSError as e:
+                    raise StoreError(f"cannot create a store at {self.path}: {e.strerror or e}") from e
         try:
             self.store = ox.Store(str(self.path / "kg")) if self.path is not None else ox.Store()
         except OSError as e:
@@ -309,7 +312,10 @@ class OxigraphGraph:
         return {k: [Node(e, names.get(e, local_name(e))) for e in v] for k, v in found.items()}
 
     def has_entity(self, entity: str) -> bool:
-        node = ox.NamedNode(entity)
+        try:
+            node = ox.NamedNode(entity)
+        except ValueError:
+            return False
         self.lookups += 1
         for _ in self.store.quads_for_pattern(node, None, None, ox.DefaultGraph()):
             return True
@@ -433,7 +439,10 @@ class OxigraphGraph:
         return out
 
     def run(self, run_id: str) -> RunTree:
-        g = ox.NamedNode(RUN_PREFIX + run_id)
+        try:
+            g = ox.NamedNode(RUN_PREFIX + run_id)
+        except ValueError:
+            raise UnknownRunError(f"no run {run_id!r} in this store (see `tog runs list`)") from None
         rows = self._query(sparql("run_header"), substitutions={ox.Variable("g"): g})
         if not rows:
             raise UnknownRunError(f"no run {run_id!r} in this store (see `tog runs list`)")
