@@ -17,6 +17,7 @@ through their parser and start over on a re-run (again adding nothing twice).
 from __future__ import annotations
 
 import re
+import threading
 import time
 import zlib
 from collections.abc import Sequence
@@ -43,6 +44,7 @@ CHUNK_BYTES = 16 << 20       # careful path: bytes per write (and checkpoint)
 # bulk load into a store that already holds data is much slower (measured at
 # 10M triples: 58 s in two calls of 5M lines, 46 s in one call).
 SEGMENT_LINES = 50_000_000
+STASH_BYTES = 128 << 20  # name lines held for indexing after the bulk load
 QUAD_BATCH = 200_000
 
 
@@ -171,22 +173,70 @@ class _Feed:
         self.buf, self.pos = b"", 0
         self.lines = self.statements = 0
         self.eof = False
-        self.queue_names = queue_names  # names go to the index as they come (committed with the checkpoint)
+        self.queue_names = queue_names  # names go to the index (committed with the checkpoint)
         self.names = 0
+        # Name lines found while the loader reads are read and indexed once
+        # it has everything (in a thread, while it sorts and writes: on two
+        # cores that is when a core is free), or at once past STASH_BYTES.
+        self.stash: list[bytes] = []
+        self.stash_bytes = 0
+        self.worker: threading.Thread | None = None
+        self.worker_error: BaseException | None = None
         self.bad: list[tuple[int, str]] = []
+
+    def _index_stash(self) -> None:
+        blobs, self.stash, self.stash_bytes = self.stash, [], 0
+        batch: list[bytes] = []
+        size = 0
+        for blob in blobs + [b""]:
+            if blob:
+                batch.append(blob)
+                size += len(blob)
+            if batch and (size >= 4 << 20 or not blob):  # parse about 4 MB of name lines at a time
+                self.names += self.queue_names(self.scanner.parse(b"\n".join(batch).split(b"\n")))
+                batch, size = [], 0
+
+    def _index_in_background(self) -> None:
+        def run() -> None:
+            try:
+                self._index_stash()
+            except BaseException as e:  # handed to the loading thread by finish()
+                self.worker_error = e
+
+        if self.stash and self.worker is None:
+            self.worker = threading.Thread(target=run, name="tog-names", daemon=True)
+            self.worker.start()
+
+    def finish(self) -> None:
+        """Wait for the names of this segment to be queued (after the bulk load)."""
+        if self.worker is not None:
+            self.worker.join()
+            self.worker = None
+        if self.worker_error is not None:
+            raise self.worker_error
+        if self.stash:
+            self._index_stash()
 
     def _fill(self) -> bool:
         if self.lines >= self.max_lines or self.eof:
+            self._index_in_background()
             return False
         if self.fmt == "nt":
             data = self.reader.next_block(self.block)
             if not data:
                 self.eof = True
+                self._index_in_background()
                 return False
             count = data.count(b"\n")
             self.statements += _statements_in(data, count)
             data = skolemise(data, self.sid)
-            self.names += self.queue_names(self.scanner.pairs(data))
+            found = self.scanner.lines(data)
+            if found:
+                blob = b"\n".join(found)  # one object per block keeps the stash small
+                self.stash.append(blob)
+                self.stash_bytes += len(blob)
+                if self.stash_bytes > STASH_BYTES:
+                    self._index_stash()
         else:
             lines = self.stream.readlines(self.block)
             if not lines:
@@ -284,7 +334,10 @@ def _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors
                 feed = _Feed(reader, segment_lines, report.lines + 1, fmt, delimiter, predicates, langs,
                              report, bar, block, lambda pairs: graph.index_names(pairs, sid), max_errors, sid)
                 try:
-                    graph.bulk_load_ntriples(feed)
+                    try:
+                        graph.bulk_load_ntriples(feed)
+                    finally:
+                        feed.finish()
                 except SyntaxError:
                     # redo this segment carefully from its first line
                     graph.discard_names()

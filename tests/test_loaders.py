@@ -539,3 +539,19 @@ def test_delimiter_is_guessed_once_per_file(tmp_path):
     g2, (r2,) = load_into(tmp_path / "store2", c, delimiter=";")
     assert (r2.triples, r2.skipped) == (1, 0)
     assert has(g2, entity_iri("a"), relation_iri("r"), ox.NamedNode(entity_iri("b;c")))
+
+
+def test_names_found_before_and_after_the_stash_limit_are_all_indexed(tmp_path, monkeypatch):
+    import loaders.load as load_module
+
+    monkeypatch.setattr(load_module, "STASH_BYTES", 200)  # index inline every few lines too
+    lines = []
+    for i in range(300):
+        lines.append(f'<{EX}n/e{i}> <{RDFS_LABEL}> "Name {i}"@en .')
+        lines.append(f"<{EX}n/e{i}> <{EX}n/p> <{EX}n/e{i + 1}> .")
+    f = write_nt(tmp_path / "names.nt", lines)
+    g, (report,) = load_into(tmp_path / "store", f, chunk_bytes=1024, segment_lines=250)
+    assert report.names == 300
+    found = g.search_entities([f"name {i}" for i in range(300)])
+    assert sorted(found) == sorted(f"name {i}" for i in range(300))
+    assert found["name 7"][0].id == f"{EX}n/e7"

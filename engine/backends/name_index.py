@@ -32,7 +32,8 @@ class NameIndex:
     """Normalised name -> entity IRIs, plus checkpoints and settings."""
 
     def __init__(self, path: Path | None) -> None:
-        self.db = sqlite3.connect(str(path) if path is not None else ":memory:")
+        # the loader may queue names from its indexing thread; never two at once
+        self.db = sqlite3.connect(str(path) if path is not None else ":memory:", check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
