@@ -90,9 +90,14 @@ class NameScanner:
         self.wanted = {p.encode() for p in predicates}
         alternatives = b"|".join(re.escape(p.encode()) for p in sorted(predicates))
         self.find = re.compile(rb">[ \t]+<(?:" + alternatives + rb')>[ \t]+"')
+        # a block without any predicate's last characters has no name: one
+        # substring test per distinct ending is cheaper than the expression
+        self.endings = sorted({p.encode()[-5:] + b">" for p in predicates})
 
     def lines(self, data: bytes) -> list[bytes]:
         """The lines of ``data`` that may state a name."""
+        if not any(e in data for e in self.endings):
+            return []
         out = []
         for m in self.find.finditer(data):
             start = data.rfind(b"\n", 0, m.start()) + 1
