@@ -33,3 +33,12 @@ class UnknownRunError(TogError):
 
 class UnknownComponentError(TogError):
     """A pruner, reasoner, method or backend name that is not registered."""
+
+
+def lookup(registry: dict, kind: str, name: str):
+    """``registry[name]``, or :class:`UnknownComponentError` naming the choices."""
+    try:
+        return registry[name]
+    except KeyError:
+        raise UnknownComponentError(
+            f"unknown {kind} {name!r}; available: {', '.join(sorted(registry))}") from None

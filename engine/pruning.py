@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from engine.errors import UnknownComponentError
+from engine.errors import lookup
 from engine.graph import Relation
 from engine.paths import Path
 from engine.text import terms
@@ -157,9 +157,4 @@ def get_pruner(name: str, **options: object) -> Pruner:
 
     Raises :class:`UnknownComponentError` for a name nobody registered.
     """
-    try:
-        factory = PRUNERS[name]
-    except KeyError:
-        raise UnknownComponentError(
-            f"unknown pruner {name!r}; available: {', '.join(sorted(PRUNERS))}") from None
-    return factory(**options)
+    return lookup(PRUNERS, "pruner", name)(**options)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from engine.errors import UnknownComponentError
+from engine.errors import lookup
 from engine.alignment import QuestionModel
 from engine.graph import Node, Relation
 from engine.paths import Path
@@ -123,9 +123,4 @@ REASONERS: dict[str, Callable[..., Reasoner]] = {"offline": OfflineReasoner}
 
 def get_reasoner(name: str, **options: object) -> Reasoner:
     """The reasoner registered under ``name``; :class:`UnknownComponentError` otherwise."""
-    try:
-        factory = REASONERS[name]
-    except KeyError:
-        raise UnknownComponentError(
-            f"unknown reasoner {name!r}; available: {', '.join(sorted(REASONERS))}") from None
-    return factory(**options)
+    return lookup(REASONERS, "reasoner", name)(**options)

@@ -225,3 +225,14 @@ def test_topic_without_relations_gives_no_kg_answer(tmp_path):
     assert r.result.answer.from_kg is False
     assert r.result.depth == 0
     assert g.run(r.run_id).info.status == "done"
+
+
+def test_unknown_components_name_the_choices():
+    from engine.errors import UnknownComponentError
+    from engine.pruning import get_pruner
+    from engine.reasoning import get_reasoner
+
+    with pytest.raises(UnknownComponentError, match=r"unknown pruner 'nope'; available: bm25, hybrid, random"):
+        get_pruner("nope")
+    with pytest.raises(UnknownComponentError, match=r"unknown reasoner 'llm'; available: offline"):
+        get_reasoner("llm")
