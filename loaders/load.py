@@ -182,6 +182,7 @@ class _Feed:
         self.stash_bytes = 0
         self.worker: threading.Thread | None = None
         self.worker_error: BaseException | None = None
+        self.end_bulk = None  # set by the caller: builds the name index without committing
         self.bad: list[tuple[int, str]] = []
 
     def _index_stash(self) -> None:
@@ -200,6 +201,8 @@ class _Feed:
         def run() -> None:
             try:
                 self._index_stash()
+                if self.eof and self.end_bulk is not None:
+                    self.end_bulk(False)  # the file's last segment: build the key index now, too
             except BaseException as e:  # handed to the loading thread by finish()
                 self.worker_error = e
 
@@ -333,6 +336,7 @@ def _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors
             if fast:
                 feed = _Feed(reader, segment_lines, report.lines + 1, fmt, delimiter, predicates, langs,
                              report, bar, block, lambda pairs: graph.index_names(pairs, sid), max_errors, sid)
+                feed.end_bulk = graph.end_bulk
                 try:
                     try:
                         graph.bulk_load_ntriples(feed)

@@ -50,9 +50,12 @@ class NameIndex:
         self.db.execute("DROP INDEX IF EXISTS names_key")
         self.db.commit()
 
-    def end_bulk(self) -> None:
+    def end_bulk(self, commit: bool = True) -> None:
+        """Build the key index again; ``commit=False`` leaves it (and the rows
+        queued) to be committed with the next checkpoint."""
         self.db.execute(KEY_INDEX)
-        self.db.commit()
+        if commit:
+            self.db.commit()
 
     def add(self, pairs: Iterable[tuple[str, str]], source: str) -> int:
         """Queue (entity, key) rows; they are committed with the next checkpoint."""

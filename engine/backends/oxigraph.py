@@ -348,8 +348,8 @@ class OxigraphGraph:
     def begin_bulk(self) -> None:
         self.index.begin_bulk()
 
-    def end_bulk(self) -> None:
-        self.index.end_bulk()
+    def end_bulk(self, commit: bool = True) -> None:
+        self.index.end_bulk(commit)
 
     def forget_load(self, source: str) -> None:
         self.index.forget(source)
