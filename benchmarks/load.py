@@ -50,6 +50,8 @@ def child(kind: str, file: str, store: str) -> None:
 
 
 def measure(kind: str, file: Path, store: Path) -> dict:
+    shutil.rmtree(store, ignore_errors=True)
+    os.sync()  # let the previous run's writes reach the disk before timing this one
     out = subprocess.run([sys.executable, __file__, "--child", kind, str(file), str(store)],
                          check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
