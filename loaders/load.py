@@ -113,6 +113,7 @@ def load_file(
     if done.get("complete") and not force:
         report.already_complete = True
         report.triples, report.lines, report.skipped = done["triples"], done["lines"], done["skipped"]
+        report.names = done.get("names", 0)
         return report
     if force:
         graph.forget_load(sid)
@@ -120,7 +121,7 @@ def load_file(
     start_line = done.get("lines", 0)
     report.resumed_from = start_line
     if start_line:
-        report.triples, report.skipped = done["triples"], done["skipped"]
+        report.triples, report.skipped, report.names = done["triples"], done["skipped"], done.get("names", 0)
     started = time.perf_counter()
     report.resumed_triples = report.triples
     bar = _Progress(path, progress)
@@ -150,7 +151,7 @@ def load_file(
 
 def _checkpoint(graph, sid: str, report: LoadReport, complete: bool = False) -> None:
     graph.set_checkpoint(sid, path=report.source, lines=report.lines, triples=report.triples,
-                         skipped=report.skipped, complete=complete)
+                         skipped=report.skipped, names=report.names, complete=complete)
 
 
 class _Feed:

@@ -438,6 +438,10 @@ def test_killed_load_resumes(tmp_path, tog):
     assert m, result.output
     resumed_from = int(m.group(1).replace(",", ""))
     assert 0 < resumed_from < total_lines
+    # the summary counts the whole file, the part before the kill included
+    names = int(re.search(r"([\d,]+) names indexed", result.output).group(1).replace(",", ""))
+    triples = int(re.search(r"([\d,]+) triples,", result.output).group(1).replace(",", ""))
+    assert (triples, names) == (clean_report.triples, clean_report.names)
 
     g = open_graph(store)
     assert content(g) == expected

@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS names (key TEXT NOT NULL, entity TEXT NOT NULL, sourc
 CREATE TABLE IF NOT EXISTS loads (
     source TEXT PRIMARY KEY, path TEXT, lines INTEGER NOT NULL DEFAULT 0,
     triples INTEGER NOT NULL DEFAULT 0, skipped INTEGER NOT NULL DEFAULT 0,
-    complete INTEGER NOT NULL DEFAULT 0);
+    complete INTEGER NOT NULL DEFAULT 0, names INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 KEY_INDEX = "CREATE INDEX IF NOT EXISTS names_key ON names(key)"
@@ -37,6 +37,9 @@ class NameIndex:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(loads)")}
+        if "names" not in columns:  # a store made before loads counted names
+            self.db.execute("ALTER TABLE loads ADD COLUMN names INTEGER NOT NULL DEFAULT 0")
         self.db.execute(KEY_INDEX)
         self.db.commit()
 
@@ -86,19 +89,20 @@ class NameIndex:
     # -- checkpoints -----------------------------------------------------------
     def checkpoint(self, source: str) -> dict:
         row = self.db.execute(
-            "SELECT path, lines, triples, skipped, complete FROM loads WHERE source = ?", (source,)).fetchone()
+            "SELECT path, lines, triples, skipped, complete, names FROM loads WHERE source = ?", (source,)).fetchone()
         if row is None:
             return {}
-        return {"path": row[0], "lines": row[1], "triples": row[2], "skipped": row[3], "complete": bool(row[4])}
+        return {"path": row[0], "lines": row[1], "triples": row[2], "skipped": row[3], "complete": bool(row[4]),
+                "names": row[5]}
 
     def set_checkpoint(self, source: str, *, path: str, lines: int, triples: int, skipped: int,
-                       complete: bool = False) -> None:
+                       names: int = 0, complete: bool = False) -> None:
         """Record progress and commit it together with the names queued since."""
         self.db.execute(
-            "INSERT INTO loads(source, path, lines, triples, skipped, complete) VALUES (?, ?, ?, ?, ?, ?) "
+            "INSERT INTO loads(source, path, lines, triples, skipped, complete, names) VALUES (?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(source) DO UPDATE SET path=excluded.path, lines=excluded.lines, "
-            "triples=excluded.triples, skipped=excluded.skipped, complete=excluded.complete",
-            (source, path, lines, triples, skipped, int(complete)))
+            "triples=excluded.triples, skipped=excluded.skipped, complete=excluded.complete, names=excluded.names",
+            (source, path, lines, triples, skipped, int(complete), names))
         self.db.commit()
 
     def rollback(self) -> None:
