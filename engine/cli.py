@@ -20,6 +20,7 @@ import click
 from engine.errors import TogError
 
 DEFAULT_STORE = ".tog/store"
+ANSWERS_SHOWN = 10
 
 
 def _fail_cleanly(fn):
@@ -177,7 +178,10 @@ def ask(question, store, topics, width, depth, method, pruner, threshold, max_ca
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
         return
-    click.echo(f"answer: {', '.join(data['answer']) if data['answer'] else '(no answer found in the KG)'}")
+    answer = data["answer"]
+    shown = ", ".join(answer[:ANSWERS_SHOWN]) + (f" … and {len(answer) - ANSWERS_SHOWN} more (--json lists all)"
+                                                 if len(answer) > ANSWERS_SHOWN else "")
+    click.echo(f"answer: {shown if answer else '(no answer found in the KG)'}")
     if data["paths"]:
         click.echo("paths:")
         for p in data["paths"]:

@@ -59,8 +59,9 @@ class Reasoner(Protocol):
 
 
 class OfflineReasoner:
-    """Judge by question coverage with one hop of look-ahead and by the kind
-    of thing asked for; answer with the tails of the best relation chain."""
+    """Judge by how much of the question the kept paths explain and how much
+    more a longer path could (looking ahead over the graph's schema within
+    the depth left); answer with the tails of the best relation chain."""
 
     name = "offline"
 

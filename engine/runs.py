@@ -106,13 +106,20 @@ def cutoff(age: str) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
+def _first(names: list[str], shown: int = 10) -> str:
+    if not names:
+        return "(none)"
+    more = f" … and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 def render_tree(tree: RunTree, show_pruned: bool = True, max_children: int = 12) -> str:
     """A run as an indented tree: depth, relation, entity, score, kept or pruned."""
     info = tree.info
     lines = [
         f"run {info.id}  [{info.status}]  {info.method}  started {info.started}",
         f"question: {info.question}",
-        f"answer: {', '.join(info.answer) if info.answer else '(none)'}",
+        f"answer: {_first(info.answer)}",
     ]
     if info.stats:
         lines.append("stats: " + ", ".join(f"{k}={v}" for k, v in info.stats.items()))

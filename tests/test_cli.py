@@ -369,3 +369,20 @@ def test_bad_inputs_are_one_clear_line_each(tog, loaded_store, tmp_path, kg_file
     questions = tmp_path / "q.jsonl"
     questions.write_text('{"question": "who directed [Quiz Game]", "answers": ["Rita Director"]}\n')
     assert_clean_error(tog("eval", questions, "--out", tmp_path, "--store", loaded_store), "directory")
+
+
+def test_long_answers_are_cut_in_text_output_but_not_in_json(tog, tmp_path):
+    lines = [f"Hub Movie|starred_actors|Actor {i:02d}" for i in range(15)]
+    f = tmp_path / "hub.txt"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    store = tmp_path / "hub-store"
+    assert tog("load", f, "--store", store).exit_code == 0
+    text = tog("ask", "who starred in [Hub Movie]", "--store", store, "--max-candidates", "20")
+    assert text.exit_code == 0, text.output
+    line = next(x for x in text.output.splitlines() if x.startswith("answer: "))
+    assert line.count(",") == 9 and line.endswith("… and 5 more (--json lists all)")
+    data = json.loads(tog("ask", "who starred in [Hub Movie]", "--store", store, "--max-candidates", "20",
+                          "--json").output)
+    assert len(data["answer"]) == 15
+    shown = tog("runs", "show", "last", "--store", store).output
+    assert "… and 5 more" in next(x for x in shown.splitlines() if x.startswith("answer: "))
