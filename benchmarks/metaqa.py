@@ -49,6 +49,7 @@ def main() -> None:
     ap.add_argument("--pruner", choices=["hybrid", "bm25", "random"], default="hybrid")
     ap.add_argument("--width", type=int, default=3)
     ap.add_argument("--depth", type=int, default=3)
+    ap.add_argument("--threshold", type=float, default=0.9)
     ap.add_argument("--record", action="store_true", help="Keep every run in the store (slower).")
     args = ap.parse_args()
     if not (args.data / "kb.txt.gz").exists():
@@ -67,7 +68,8 @@ def main() -> None:
     started = time.perf_counter()
     report = load_file(kg, args.data / "kb.txt.gz", fmt="delimited")
     print(f"KB: {report.triples:,} triples ({'already loaded' if report.already_complete else f'{time.perf_counter() - started:.1f} s'})")
-    config = SearchConfig(width=args.width, depth=args.depth, method=args.method, seed=args.seed)
+    config = SearchConfig(width=args.width, depth=args.depth, method=args.method, seed=args.seed,
+                          threshold=args.threshold)
     pruner, reasoner = get_pruner(args.pruner, seed=args.seed), get_reasoner("offline")
 
     def answer_one(q):
@@ -76,7 +78,8 @@ def main() -> None:
         return {"prediction": r.result.answer.names, "depth": s["depth"], "kg_lookups": s["kg_lookups"],
                 "kg_seconds": s["kg_seconds"], "seconds": s["seconds"]}
 
-    print(f"method {args.method}, pruner {args.pruner}, width {args.width}, depth {args.depth}, seed {args.seed}, "
+    print(f"method {args.method}, pruner {args.pruner}, width {args.width}, depth {args.depth}, "
+          f"threshold {args.threshold}, seed {args.seed}, "
           f"{args.per_hop} dev questions per hop")
     for hop in (1, 2, 3):
         qs = [Question(d["id"], d["question"], d["answers"], [], d["type"])
