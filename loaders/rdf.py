@@ -92,7 +92,7 @@ class NameScanner:
         self.find = re.compile(rb">[ \t]+<(?:" + alternatives + rb')>[ \t]+"')
         # a block without any predicate's last characters has no name: one
         # substring test per distinct ending is cheaper than the expression
-        self.endings = sorted({p.encode()[-5:] + b">" for p in predicates})
+        self.endings = sorted({p.encode()[-4:] + b">" for p in predicates})
 
     def lines(self, data: bytes) -> list[bytes]:
         """The lines of ``data`` that may state a name."""
