@@ -168,7 +168,6 @@ class _Feed:
         self.max_lines, self.first_line, self.block = max_lines, first_line, block
         self.max_errors, self.sid = max_errors, sid
         self.fmt, self.delimiter = fmt, delimiter
-        self.predicates, self.langs = predicates, langs
         self.scanner = rdf.NameScanner(predicates, langs)
         self.report, self.bar = report, bar
         self.buf, self.pos = b"", 0
