@@ -7,7 +7,7 @@ BIN     = $(VENV)/bin
 STORE  ?= .tog/demo-store
 export LITELLM_LOCAL_MODEL_COST_MAP = True
 
-.PHONY: setup demo test bench-load bench-metaqa clean
+.PHONY: setup demo test neo4j-start neo4j-stop bench-load bench-neo4j bench-metaqa clean
 
 setup: $(VENV)/.installed
 
@@ -25,8 +25,18 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -q
 
+# A real Neo4j server from Maven Central (Java 17 + Maven, no Docker); see README.
+neo4j-start:
+	launcher/neo4j-server start
+
+neo4j-stop:
+	launcher/neo4j-server stop
+
 bench-load: setup
 	$(BIN)/python benchmarks/load.py --sizes 1000000 10000000
+
+bench-neo4j: setup
+	$(BIN)/python benchmarks/neo4j_load.py --size 1000000
 
 bench-metaqa: setup
 	$(BIN)/python benchmarks/metaqa.py --per-hop 1000

@@ -42,9 +42,9 @@ def _fail_cleanly(fn):
 
 
 store_option = click.option(
-    "--store", "store", type=click.Path(path_type=Path), envvar="TOG_STORE",
-    default=DEFAULT_STORE, show_default=True, show_envvar=True,
-    help="Directory of the embedded Oxigraph store.",
+    "--store", "store", envvar="TOG_STORE", default=DEFAULT_STORE, show_default=True, show_envvar=True,
+    help="Directory of the embedded Oxigraph store, or a Neo4j server: neo4j://HOST:7687 or "
+         "bolt://HOST:7687 (user and password from NEO4J_USER / NEO4J_PASSWORD).",
 )
 
 
@@ -72,10 +72,10 @@ def search_options(fn):
     return fn
 
 
-def _open(store: Path, create: bool = False):
-    from engine.backends.oxigraph import OxigraphGraph
+def _open(store: str, create: bool = False):
+    from engine.backends import open_store
 
-    return OxigraphGraph(store, create=create)
+    return open_store(store, create=create)
 
 
 def _components(width, depth, method, pruner, threshold, max_candidates, seed):
@@ -136,10 +136,6 @@ def load(files, store, fmt, delimiter, max_errors, name_predicates, name_langs, 
         progress = sys.stderr.isatty()
     langs = tuple(name_langs) if name_langs else ("en", "")
     preds = tuple(name_predicates) if name_predicates else DEFAULT_NAME_PREDICATES
-    try:
-        store.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise click.ClickException(f"cannot create a store at {store}: {e.strerror or e}") from None
     with _open(store, create=True) as kg:
         for f in files:
             report = load_file(kg, f, fmt=fmt, delimiter=delimiter, max_errors=max_errors,
@@ -221,8 +217,10 @@ def runs_list(store, as_json) -> None:
 @store_option
 @click.option("--kept-only", is_flag=True, help="Hide pruned paths.")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--cypher", "as_cypher", is_flag=True,
+              help="Print the Neo4j Browser commands that draw the run (Neo4j stores).")
 @_fail_cleanly
-def runs_show(run_id, store, kept_only, as_json) -> None:
+def runs_show(run_id, store, kept_only, as_json, as_cypher) -> None:
     """Show RUN_ID (default: the last run) as a tree of path nodes."""
     from dataclasses import asdict
 
@@ -236,6 +234,14 @@ def runs_show(run_id, store, kept_only, as_json) -> None:
                 raise UnknownRunError("no runs in this store yet; ask a question first")
             run_id = items[-1].id
         tree = kg.run(run_id)
+    if as_cypher:
+        from engine.backends.neo4j import browser_commands, is_neo4j_uri
+
+        if not is_neo4j_uri(store):
+            raise click.ClickException("--cypher draws runs stored in Neo4j; this store is embedded "
+                                       "(see `tog runs show` for its tree)")
+        click.echo(browser_commands(tree.info.id))
+        return
     if as_json:
         click.echo(json.dumps({"run": asdict(tree.info), "paths": [asdict(p) for p in tree.paths]},
                               ensure_ascii=False, indent=2))

@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from engine.errors import StoreError
 from engine.graph import KnowledgeGraph, Node, RunInfo, RunTree, relation_text
 from engine.linking import link
 from engine.pruning import Pruner
@@ -78,7 +79,10 @@ def ask(
         if info is not None:
             info.status = "failed"
             info.finished = now()
-            kg.finish_run(info)
+            try:
+                kg.finish_run(info)
+            except StoreError:
+                pass  # the store is gone (a dropped connection): the run stays "running", never "done"
         raise
     if info is not None:
         info.status = "done"

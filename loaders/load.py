@@ -85,7 +85,7 @@ def load_file(
     name_predicates: Sequence[str] = DEFAULT_NAME_PREDICATES,
     name_langs: Sequence[str] = ("en", ""),
     progress: bool = False,
-    chunk_bytes: int = CHUNK_BYTES,
+    chunk_bytes: int | None = None,
     segment_lines: int = SEGMENT_LINES,
     force: bool = False,
 ) -> LoadReport:
@@ -96,6 +96,7 @@ def load_file(
     resumes.
     """
     path = Path(path)
+    chunk_bytes = chunk_bytes or getattr(graph, "chunk_bytes", CHUNK_BYTES)
     if path.is_dir():
         raise LoadError(f"{path} is a directory; name the files to load")
     if not path.is_file():
@@ -323,7 +324,9 @@ def _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors
     a segment it rejects (a malformed line) is read again in chunks, and a
     chunk that fails is parsed line by line, so a bad line costs only itself.
     N-Quads always take the careful path (graph names must be dropped)."""
-    fast = fmt != "nq"
+    # Oxigraph's bulk loader takes a whole segment as a stream; other backends
+    # write chunk by chunk, each chunk in one transaction with its checkpoint.
+    fast = fmt != "nq" and "bulk_load" in graph.capabilities
     block = min(chunk_bytes, 1 << 20)
     report.lines = start_line
     if fmt in ("delimited", "tsv", "csv"):

@@ -124,8 +124,8 @@ def open_graph(path: Path | str | None, create: bool = False) -> OxigraphGraph:
     return g
 
 
-def close_graph(g: OxigraphGraph) -> None:
-    if hasattr(g, "store"):
+def close_graph(g) -> None:
+    if hasattr(g, "store") or hasattr(g, "driver"):
         g.close()
 
 
@@ -201,3 +201,73 @@ def env_without_traceback() -> dict:
     env.pop("TOG_TRACEBACK", None)
     env.pop("TOG_STORE", None)
     return env
+
+
+# ---------------------------------------------------------------------------
+# Neo4j: a real server from NEO4J_URI (CI starts launcher/neo4j-server), else
+# testcontainers when a Docker engine answers, else the tests skip, saying why.
+
+def _docker_answers() -> bool:
+    try:
+        import docker
+
+        docker.from_env(timeout=3).ping()
+        return True
+    except Exception:  # no client library, no socket, no engine: all mean "no Docker"
+        return False
+
+
+@pytest.fixture(scope="session")
+def neo4j_server():
+    """(uri, user, password) of a real Neo4j 5 server."""
+    uri = os.environ.get("NEO4J_URI")
+    if uri:
+        yield uri, os.environ.get("NEO4J_USER", "neo4j"), os.environ.get("NEO4J_PASSWORD", "")
+        return
+    if _docker_answers():
+        from testcontainers.neo4j import Neo4jContainer
+
+        with Neo4jContainer("neo4j:5.26") as container:
+            yield container.get_connection_url(), "neo4j", container.password
+        return
+    if os.environ.get("TOG_REQUIRE_NEO4J"):  # CI: a missing server is a failure, not a skip
+        pytest.fail("TOG_REQUIRE_NEO4J is set but NEO4J_URI is not")
+    pytest.skip("no Neo4j server: run `launcher/neo4j-server start` and set NEO4J_URI, NEO4J_USER and "
+                "NEO4J_PASSWORD (`launcher/neo4j-server env` prints them), or start a Docker engine")
+
+
+def clear_neo4j(uri: str, user: str, password: str) -> None:
+    """Empty the database: data, runs, load checkpoints (the schema stays)."""
+    import neo4j
+
+    with neo4j.GraphDatabase.driver(uri, auth=(user, password)) as driver, driver.session() as s:
+        s.run("MATCH ()-[r]->() CALL (r) { DELETE r } IN TRANSACTIONS OF 20000 ROWS").consume()
+        s.run("MATCH (n) CALL (n) { DELETE n } IN TRANSACTIONS OF 20000 ROWS").consume()
+
+
+@pytest.fixture
+def neo4j_store(neo4j_server, monkeypatch):
+    """The URI of an empty Neo4j store, with credentials in the environment
+    as `tog` reads them."""
+    uri, user, password = neo4j_server
+    clear_neo4j(uri, user, password)
+    monkeypatch.setenv("NEO4J_USER", user)
+    monkeypatch.setenv("NEO4J_PASSWORD", password)
+    return uri
+
+
+@pytest.fixture(params=["oxigraph", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def store_spec(request, tmp_path):
+    """An empty store of each backend, as a ``--store`` value."""
+    if request.param == "neo4j":
+        return request.getfixturevalue("neo4j_store")
+    return str(tmp_path / "store")
+
+
+def open_spec(spec: str, create: bool = False):
+    """Open a store of any backend and remember it so it gets closed."""
+    from engine.backends import open_store
+
+    g = open_store(spec, create=create)
+    _OPEN.append(g)
+    return g

@@ -1,0 +1,33 @@
+"""Stores the engine runs on.  ``open_store`` picks one from a ``--store`` value."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from engine.errors import StoreError
+
+
+def open_store(spec: str, *, create: bool = False):
+    """A Neo4j server for ``neo4j://`` / ``bolt://`` URIs (credentials from
+    the URI or NEO4J_USER / NEO4J_PASSWORD, database from NEO4J_DATABASE),
+    else the embedded Oxigraph store in the directory ``spec``."""
+    from engine.backends.neo4j import is_neo4j_uri
+
+    spec = str(spec)
+    if is_neo4j_uri(spec):
+        from engine.backends.neo4j import Neo4jGraph
+
+        return Neo4jGraph(spec, user=os.environ.get("NEO4J_USER"), password=os.environ.get("NEO4J_PASSWORD"),
+                          database=os.environ.get("NEO4J_DATABASE"))
+    if "://" in spec:
+        raise StoreError(f"unknown store {spec!r}: use a directory, neo4j://HOST:PORT or bolt://HOST:PORT")
+    from engine.backends.oxigraph import OxigraphGraph
+
+    path = Path(spec)
+    if create:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create a store at {path}: {e.strerror or e}") from None
+    return OxigraphGraph(path, create=create)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import time
-import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -34,6 +33,7 @@ from engine.graph import (
     RunTree,
     local_name,
 )
+from engine.backends.common import Found, lang_rank, look_through, natural, select_candidates
 from engine.backends.name_index import NameIndex
 from engine.queries import render, sparql
 
@@ -59,14 +59,7 @@ def _lang_rank(term: ox.Literal | ox.NamedNode | None) -> int:
     """Lower is better: English, then no language, then anything else."""
     if not isinstance(term, ox.Literal):
         return 9
-    lang = (term.language or "").lower()
-    if lang == "en":
-        return 0
-    if lang.startswith("en-"):
-        return 1
-    if not lang:
-        return 2
-    return 3
+    return lang_rank(term.language)
 
 
 def literal_id(term: ox.Literal) -> str:
@@ -203,55 +196,20 @@ class OxigraphGraph:
                     np = row["np"]
                     if np is not None:
                         slot[1].append((xid, np.value, row["name"]))
-        candidates: list[Candidate] = []
-        unnamed: list[tuple[tuple[str, Relation], str]] = []
-        for (source, rel) in requests:
-            seen = found.get((source, rel), {})
-            # More neighbours than wanted: take a reproducible pseudo-random
-            # sample (by a hash of the id), not the alphabetically first ones.
-            # Four times the limit leaves room for unnamed nodes looked through.
-            for xid in sorted(seen, key=_sample_key)[: limit * 4]:
-                term, name_rows = seen[xid]
+        # xid -> Node (None when unnamed) per request, then the shared selection
+        nodes: Found = {}
+        for key, seen in found.items():
+            nodes[key] = {}
+            for xid, (term, name_rows) in seen.items():
                 if isinstance(term, ox.Literal):
                     dtype = term.datatype.value if term.datatype else None
-                    candidates.append(Candidate(source, rel, Node(xid, term.value, True, dtype)))
-                    continue
-                if isinstance(term, ox.BlankNode):
-                    continue
-                name = self._pick_names(name_rows).get(xid)
-                if name is None:
-                    unnamed.append(((source, rel), xid))
-                    continue
-                candidates.append(Candidate(source, rel, Node(xid, name)))
-        candidates.extend(self._look_through(unnamed, limit))
-        # keep at most `limit` per request, in a stable order
-        per: dict[tuple[str, Relation], int] = defaultdict(int)
-        kept = []
-        for c in candidates:
-            k = (c.source, c.relation)
-            if per[k] < limit:
-                per[k] += 1
-                kept.append(c)
-        return kept
-
-    def _look_through(self, unnamed: list[tuple[tuple[str, Relation], str]], limit: int) -> list[Candidate]:
-        """Present unnamed nodes (Freebase CVTs) by their named neighbours:
-        ``source --r1--> (cvt) --r2--> named`` becomes one candidate."""
-        if not unnamed:
-            return []
-        cvts = sorted({x for _, x in unnamed})
-        rels = self.relations(cvts)
-        requests = [(x, r) for x in cvts for r in rels.get(x, []) if r.direction == "out"]
-        second = self._expand_named(requests, limit) if requests else {}
-        out = []
-        for (source, rel), cvt in unnamed:
-            through = [c for c in second.get(cvt, []) if c.node.id != source]
-            if not through:
-                # nothing named behind it: offer the node itself under its IRI's tail
-                out.append(Candidate(source, rel, Node(cvt, local_name(cvt))))
-            for c in through:
-                out.append(Candidate(source, rel, c.node, via=(c.relation,)))
-        return out
+                    nodes[key][xid] = Node(xid, term.value, True, dtype)
+                elif not isinstance(term, ox.BlankNode):
+                    name = self._pick_names(name_rows).get(xid)
+                    nodes[key][xid] = Node(xid, name) if name is not None else None
+        return select_candidates(
+            requests, nodes, limit,
+            lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named))
 
     def _expand_named(self, requests: list[tuple[str, Relation]], limit: int) -> dict[str, list[Candidate]]:
         names = self._name_terms()
@@ -476,7 +434,7 @@ class OxigraphGraph:
                 kept=row["kept"].value == "true",
                 literal=literal,
             ))
-        paths.sort(key=lambda p: (p.depth, _natural(p.id)))
+        paths.sort(key=lambda p: (p.depth, natural(p.id)))
         return RunTree(info, paths)
 
     def prune_runs(self, older_than: str) -> int:
@@ -491,15 +449,6 @@ class OxigraphGraph:
                 dropped += 1
         self.store.flush()
         return dropped
-
-
-def _sample_key(node_id: str) -> tuple[int, str]:
-    return zlib.crc32(node_id.encode("utf-8")), node_id
-
-
-def _natural(path_id: str) -> tuple[int, str]:
-    digits = "".join(c for c in path_id if c.isdigit())
-    return (int(digits) if digits else 0, path_id)
 
 
 def _rows(iris: Iterable[str]) -> str:

@@ -1,0 +1,107 @@
+"""Neo4j against the embedded store: load rate and KG time per question.
+
+1. Loads the seeded synthetic Freebase-style file (``synth.py``) with the
+   same loader into an emptied Neo4j database and into a fresh embedded
+   store, printing triples/s for both (the embedded figure is the reference).
+2. Loads the MetaQA sample into both and asks its questions on each,
+   printing KG milliseconds and KG lookups per question, and whether the
+   answers agree.
+
+Needs a running server (``launcher/neo4j-server start``) and NEO4J_URI /
+NEO4J_USER / NEO4J_PASSWORD.  The Neo4j database is emptied first.
+
+    python benchmarks/neo4j_load.py --size 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+
+def clear(uri: str, user: str, password: str) -> None:
+    import neo4j
+
+    with neo4j.GraphDatabase.driver(uri, auth=(user, password)) as driver, driver.session() as s:
+        s.run("MATCH ()-[r]->() CALL (r) { DELETE r } IN TRANSACTIONS OF 20000 ROWS").consume()
+        s.run("MATCH (n) CALL (n) { DELETE n } IN TRANSACTIONS OF 20000 ROWS").consume()
+
+
+def load_rate(spec: str, file: Path) -> tuple[float, int]:
+    from engine.backends import open_store
+    from loaders.load import load_file
+
+    with open_store(spec, create=True) as kg:
+        started = time.perf_counter()
+        report = load_file(kg, file)
+        seconds = time.perf_counter() - started
+    return report.triples / seconds, report.triples
+
+
+def questions_on(spec: str, kb: Path, questions) -> list[tuple[list[str], float, int]]:
+    from engine.backends import open_store
+    from engine.pruning import get_pruner
+    from engine.reasoning import get_reasoner
+    from engine.runs import ask
+    from engine.search import SearchConfig
+    from loaders.load import load_file
+
+    out = []
+    with open_store(spec, create=True) as kg:
+        load_file(kg, kb)
+        for q in questions:
+            r = ask(kg, q.question, get_pruner("hybrid"), get_reasoner("offline"), SearchConfig(), q.topics,
+                    record=False)
+            out.append((r.result.answer.names, r.result.stats["kg_seconds"], r.result.stats["kg_lookups"]))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, default=1_000_000, help="synthetic triples")
+    ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "tog-bench")
+    args = ap.parse_args()
+    uri = os.environ.get("NEO4J_URI")
+    if not uri:
+        sys.exit("set NEO4J_URI, NEO4J_USER and NEO4J_PASSWORD (launcher/neo4j-server env prints them)")
+    user, password = os.environ.get("NEO4J_USER", "neo4j"), os.environ.get("NEO4J_PASSWORD", "")
+    from engine.evaluate import read_questions
+    from synth import generate
+
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    file = args.workdir / f"synth-{args.size}.nt"
+    if not file.exists():
+        generate(args.size, file)
+    store = args.workdir / "embedded"
+    shutil.rmtree(store, ignore_errors=True)
+    clear(uri, user, password)
+    neo_rate, neo_triples = load_rate(uri, file)
+    emb_rate, emb_triples = load_rate(str(store), file)
+    print(f"load {file.name}: Neo4j {neo_rate:,.0f} triples/s ({neo_triples:,} triples); "
+          f"embedded {emb_rate:,.0f} triples/s ({emb_triples:,}); Neo4j/embedded {neo_rate / emb_rate:.2f}")
+
+    kb = HERE.parent / "examples" / "metaqa" / "kb.txt"
+    questions = list(read_questions(HERE.parent / "examples" / "metaqa" / "questions.txt"))
+    clear(uri, user, password)
+    shutil.rmtree(store, ignore_errors=True)
+    results = {"Neo4j": questions_on(uri, kb, questions), "embedded": questions_on(str(store), kb, questions)}
+    for name, rows in results.items():
+        ms = [1000 * s for _, s, _ in rows]
+        print(f"{name}: {len(rows)} questions, KG time median {statistics.median(ms):.1f} ms, "
+              f"mean {statistics.fmean(ms):.1f} ms, {statistics.fmean(n for _, _, n in rows):.1f} KG lookups/question")
+    same = sum(a[0] == b[0] for a, b in zip(results["Neo4j"], results["embedded"]))
+    print(f"same answers on both backends: {same}/{len(questions)}")
+
+
+if __name__ == "__main__":
+    main()

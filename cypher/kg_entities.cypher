@@ -1,0 +1,1 @@
+MATCH (e:Entity) RETURN count(e) AS n

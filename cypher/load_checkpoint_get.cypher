@@ -1,0 +1,1 @@
+MATCH (l:TogLoad {source: $source}) RETURN properties(l) AS checkpoint

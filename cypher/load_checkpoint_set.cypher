@@ -1,0 +1,1 @@
+MERGE (l:TogLoad {source: $source}) SET l += $values

@@ -1,0 +1,2 @@
+UNWIND $ids AS id
+MERGE (:Entity {id: id})

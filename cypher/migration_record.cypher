@@ -1,0 +1,1 @@
+MERGE (m:TogMigration {id: $id}) ON CREATE SET m.applied = $applied

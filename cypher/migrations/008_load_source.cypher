@@ -1,0 +1,2 @@
+// Load checkpoints, one per source file.
+CREATE CONSTRAINT tog_load_source IF NOT EXISTS FOR (l:TogLoad) REQUIRE l.source IS UNIQUE

@@ -1,0 +1,1 @@
+CREATE CONSTRAINT tog_setting_key IF NOT EXISTS FOR (s:TogSetting) REQUIRE s.key IS UNIQUE

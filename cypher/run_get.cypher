@@ -1,0 +1,1 @@
+MATCH (r:TogRun {id: $id}) RETURN r {.*} AS run

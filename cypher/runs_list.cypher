@@ -1,0 +1,1 @@
+MATCH (r:TogRun) RETURN r {.*} AS run ORDER BY r.started

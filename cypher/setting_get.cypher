@@ -1,0 +1,1 @@
+MATCH (s:TogSetting {key: $key}) RETURN s.value AS value

@@ -1,0 +1,1 @@
+MERGE (s:TogSetting {key: $key}) SET s.value = $value

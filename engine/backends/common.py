@@ -1,0 +1,100 @@
+"""What every backend shares, so that they give the same answers: which
+neighbours of a hub are kept, how unnamed nodes are looked through, which
+name wins."""
+
+from __future__ import annotations
+
+import zlib
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+
+from engine.graph import Candidate, Node, Relation, local_name
+
+# A neighbour found by ``expand`` before selection: a Node, or None for an
+# entity that has no name (a Freebase CVT), to be looked through.
+Found = dict[tuple[str, Relation], dict[str, Node | None]]
+
+
+def lang_rank(lang: str | None) -> int:
+    """Lower is better: English, then no language, then anything else."""
+    lang = (lang or "").lower()
+    if lang == "en":
+        return 0
+    if lang.startswith("en-"):
+        return 1
+    if not lang:
+        return 2
+    return 3
+
+
+def sample_key(node_id: str) -> tuple[int, str]:
+    """A reproducible pseudo-random order (a hash of the id), used when a
+    node has more neighbours than wanted."""
+    return zlib.crc32(node_id.encode("utf-8")), node_id
+
+
+def natural(path_id: str) -> tuple[int, str]:
+    """Order path ids ``p2`` before ``p10``."""
+    digits = "".join(c for c in path_id if c.isdigit())
+    return (int(digits) if digits else 0, path_id)
+
+
+def chunks(items: Sequence, size: int) -> Iterable[Sequence]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def select_candidates(
+    requests: Sequence[tuple[str, Relation]],
+    found: Found,
+    limit: int,
+    look_through: Callable[[list[tuple[tuple[str, Relation], str]], int], list[Candidate]],
+) -> list[Candidate]:
+    """At most ``limit`` candidates per request, the same on every backend:
+    neighbours in ``sample_key`` order (four times the limit, leaving room
+    for unnamed nodes), unnamed ones replaced by what ``look_through`` finds
+    behind them."""
+    candidates: list[Candidate] = []
+    unnamed: list[tuple[tuple[str, Relation], str]] = []
+    for source, rel in requests:
+        seen = found.get((source, rel), {})
+        for xid in sorted(seen, key=sample_key)[: limit * 4]:
+            node = seen[xid]
+            if node is None:
+                unnamed.append(((source, rel), xid))
+            else:
+                candidates.append(Candidate(source, rel, node))
+    if unnamed:
+        candidates.extend(look_through(unnamed, limit))
+    per: dict[tuple[str, Relation], int] = defaultdict(int)
+    kept = []
+    for c in candidates:
+        k = (c.source, c.relation)
+        if per[k] < limit:
+            per[k] += 1
+            kept.append(c)
+    return kept
+
+
+def look_through(
+    kg,
+    unnamed: list[tuple[tuple[str, Relation], str]],
+    limit: int,
+    expand_named: Callable[[list[tuple[str, Relation]], int], dict[str, list[Candidate]]],
+) -> list[Candidate]:
+    """Present unnamed nodes (Freebase CVTs) by their named neighbours:
+    ``source --r1--> (cvt) --r2--> named`` becomes one candidate.
+    ``expand_named`` gives the named out-neighbours of each (cvt, relation)."""
+    cvts = sorted({x for _, x in unnamed})
+    rels = kg.relations(cvts)
+    requests = [(x, r) for x in cvts for r in rels.get(x, []) if r.direction == "out"]
+    second = expand_named(requests, limit) if requests else {}
+    out = []
+    for (source, rel), cvt in unnamed:
+        through = [c for c in second.get(cvt, []) if c.node.id != source]
+        if not through:
+            # nothing named behind it: offer the node itself under its IRI's tail
+            out.append(Candidate(source, rel, Node(cvt, local_name(cvt))))
+        for c in through:
+            out.append(Candidate(source, rel, c.node, via=(c.relation,)))
+    return out

@@ -1,0 +1,503 @@
+"""The Neo4j backend: the knowledge graph and the reasoning runs in a Neo4j 5
+database, through the official driver.
+
+Data model (DESIGN.md):
+- ``(:Entity {id, name})`` per IRI; one relationship type per KG relation (the
+  relation's IRI); literals as ``(:Value {id, value, datatype, lang})`` whose
+  id is the literal's N-Triples form.  Names (``rdfs:label`` and the other
+  name predicates) become the ``name`` property (the best one: English
+  first) and ``(:TogName {key, entity, source})`` rows of the linking index.
+- Runs: ``(:TogRun)-[:ROOT]->(:TogPath)``, ``(:TogPath)-[:PARENT]->(:TogPath)``,
+  ``(:TogPath)-[:AT]->(:Entity|Value)``; path nodes also carry a ``Kept`` or
+  ``Pruned`` label for Browser's style sheet.
+
+Every statement is a file under ``cypher/``.  Values, relationship types
+included, travel as parameters (Cypher 5's dynamic types ``$(...)``): no
+data ever becomes query text.  The schema is set up by ordered migrations
+(``cypher/migrations/``), each recorded as a ``(:TogMigration)`` node.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from urllib.parse import urlsplit, urlunsplit
+
+import pyoxigraph as ox
+
+from engine.backends.common import Found, chunks, lang_rank, look_through, natural, select_candidates
+from engine.backends.oxigraph import literal_from_id
+from engine.errors import StoreError, UnknownRunError
+from engine.graph import (
+    DEFAULT_NAME_PREDICATES,
+    DEFAULT_POLICY,
+    Candidate,
+    Node,
+    PathRecord,
+    Relation,
+    RelationPolicy,
+    RunInfo,
+    RunTree,
+    local_name,
+)
+from engine.queries import cypher
+
+SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
+BATCH = 2000          # rows per read statement
+WRITE_BATCH = 20_000  # rows per write statement when loading
+HASH_MASK = (1 << 64) - 1
+
+
+def is_neo4j_uri(spec: str) -> bool:
+    return "://" in spec and spec.split("://", 1)[0].lower() in SCHEMES
+
+
+def migrations() -> list[str]:
+    """Names of the schema migrations, in the order they apply."""
+    folder = resources.files("cypher").joinpath("migrations")
+    return sorted(p.name[:-len(".cypher")] for p in folder.iterdir() if p.name.endswith(".cypher"))
+
+
+def literal_parts(term: ox.Literal) -> list:
+    """[id, value, datatype, language] of a literal, as stored on a Value node."""
+    return [str(term), term.value, term.datatype.value if term.datatype else None, term.language]
+
+
+class Neo4jGraph:
+    """``KnowledgeGraph`` over a Neo4j 5 server.
+
+    ``uri`` is ``neo4j://``, ``bolt://`` (or their ``+s`` forms), optionally
+    with ``user:password@``; otherwise ``user``/``password`` are used.
+    """
+
+    capabilities = frozenset({"runs", "schema"})
+    chunk_bytes = 4 << 20  # loader: bytes of lines written (and checkpointed) per transaction
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        user: str | None = None,
+        password: str | None = None,
+        database: str | None = None,
+        policy: RelationPolicy = DEFAULT_POLICY,
+        connect_timeout: float = 10.0,
+        retry_seconds: float | None = None,
+    ) -> None:
+        import neo4j
+        from neo4j import exceptions as nx
+
+        parts = urlsplit(uri)
+        if parts.username:  # credentials in the URI win over the environment's
+            user, password = parts.username, parts.password or ""
+            parts = parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else ""))
+        self.uri = urlunsplit(parts)  # without credentials: safe to print
+        self.database = database or None
+        self.policy = policy
+        self.lookups = 0
+        self.seconds = 0.0
+        self._nx = nx
+        self._schema: dict[Relation, list[Relation]] = {}
+        self._name_predicates: tuple[str, ...] | None = None
+        self._pending: list[ox.Quad] = []
+        self._pending_names: list[tuple[str, str, str]] = []
+        self._fresh = False
+        self._seen = None  # hashes of the triples this load wrote (fresh loads only)
+        try:
+            self.driver = neo4j.GraphDatabase.driver(
+                self.uri, auth=(user or "neo4j", password or ""),
+                connection_timeout=connect_timeout,
+                max_transaction_retry_time=retry_seconds if retry_seconds is not None else _retry_seconds(),
+                connection_acquisition_timeout=connect_timeout, notifications_min_severity="OFF")
+            self.driver.verify_connectivity()
+        except nx.AuthError:
+            raise StoreError(f"Neo4j at {self.uri} refused the credentials of user {user or 'neo4j'!r} "
+                             "(set NEO4J_USER / NEO4J_PASSWORD)") from None
+        except (nx.ServiceUnavailable, nx.SessionExpired, OSError) as e:
+            raise StoreError(f"cannot reach Neo4j at {self.uri}: {_reason(e)} "
+                             "(is the server running? `launcher/neo4j-server start` starts one)") from None
+        except (ValueError, nx.ConfigurationError) as e:
+            raise StoreError(f"not a usable Neo4j address {self.uri!r}: {e}") from None
+        self._migrate()
+
+    # -- plumbing -----------------------------------------------------------
+    def _errors(self, e: Exception) -> StoreError:
+        nx = self._nx
+        if isinstance(e, (nx.ServiceUnavailable, nx.SessionExpired, OSError)):
+            return StoreError(f"lost the connection to Neo4j at {self.uri}: {_reason(e)}")
+        if isinstance(e, nx.Neo4jError):
+            return StoreError(f"Neo4j at {self.uri} failed: {e.message or e}")
+        return StoreError(f"Neo4j at {self.uri} failed: {e}")
+
+    def _run(self, name: str, *, write: bool = False, count: bool = True, **params) -> list:
+        """One statement in its own transaction (retried by the driver on
+        transient errors); returns the records."""
+        import neo4j
+
+        started = time.perf_counter()
+        try:
+            records, _, _ = self.driver.execute_query(
+                cypher(name), params, database_=self.database,
+                routing_=neo4j.RoutingControl.WRITE if write else neo4j.RoutingControl.READ)
+            return records
+        except (self._nx.DriverError, self._nx.Neo4jError, OSError) as e:
+            raise self._errors(e) from e
+        finally:
+            if count and not write:
+                self.lookups += 1
+                self.seconds += time.perf_counter() - started
+
+    def _write_tx(self, work) -> None:
+        """``work(tx)`` in one write transaction, retried on transient errors."""
+        try:
+            with self.driver.session(database=self.database) as session:
+                session.execute_write(work)
+        except (self._nx.DriverError, self._nx.Neo4jError, OSError) as e:
+            raise self._errors(e) from e
+
+    def _migrate(self) -> None:
+        applied = {r["id"] for r in self._run("migrations_applied", write=True)}
+        for name in migrations():
+            if name not in applied:
+                self._run(f"migrations/{name}", write=True)
+                self._run("migration_record", write=True, id=name, applied=_now())
+
+    def close(self) -> None:
+        self.driver.close()
+
+    def __enter__(self) -> Neo4jGraph:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- settings -------------------------------------------------------------
+    def _setting(self, key: str, default):
+        rows = self._run("setting_get", count=False, key=key)
+        return json.loads(rows[0]["value"]) if rows else default
+
+    @property
+    def name_predicates(self) -> tuple[str, ...]:
+        if self._name_predicates is None:
+            self._name_predicates = tuple(self._setting("name_predicates", [])) or DEFAULT_NAME_PREDICATES
+        return self._name_predicates
+
+    def set_name_predicates(self, predicates: Sequence[str]) -> None:
+        merged = list(dict.fromkeys([*self._setting("name_predicates", []), *predicates]))
+        self._run("setting_set", write=True, key="name_predicates", value=json.dumps(merged))
+        self._name_predicates = None
+
+    # -- KnowledgeGraph -------------------------------------------------------
+    def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
+        out: dict[str, list[Relation]] = {e: [] for e in entities}
+        iris = [e for e in dict.fromkeys(entities) if not e.startswith('"')]
+        names = set(self.name_predicates)
+        for part in chunks(iris, BATCH):
+            for row in self._run("relations", ids=list(part)):
+                pred = row["p"]
+                if self.policy.allows(pred) and pred not in names:
+                    out[row["e"]].append(Relation(pred, row["dir"]))
+        for rels in out.values():
+            rels.sort(key=lambda r: (r.id, r.direction))
+        return out
+
+    def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100) -> list[Candidate]:
+        found: Found = defaultdict(dict)
+        for direction in ("out", "in"):
+            pairs = [[e, r.id] for e, r in dict.fromkeys(requests)
+                     if r.direction == direction and not e.startswith('"')]
+            for part in chunks(pairs, BATCH):
+                for row in self._run(f"expand_{direction}", pairs=list(part)):
+                    key = (row["e"], Relation(row["p"], direction))
+                    found[key][row["x"]] = _node(row)
+        return select_candidates(
+            requests, found, limit,
+            lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named))
+
+    def _expand_named(self, requests: list[tuple[str, Relation]], limit: int) -> dict[str, list[Candidate]]:
+        by_source: dict[str, list[Candidate]] = defaultdict(list)
+        pairs = [[e, r.id] for e, r in requests]
+        for part in chunks(pairs, BATCH):
+            rows = {}
+            for row in self._run("expand_out", pairs=list(part)):
+                rows[(row["e"], row["p"], row["x"])] = _node(row)
+            for (e, p, _), node in sorted(rows.items()):
+                if node is not None and len(by_source[e]) < limit:
+                    by_source[e].append(Candidate(e, Relation(p, "out"), node))
+        return by_source
+
+    def relation_schema(self, relation: Relation) -> list[Relation]:
+        if relation not in self._schema:
+            rows = self._run(f"schema_{relation.direction}", relation=relation.id)
+            names = set(self.name_predicates)
+            found = {Relation(r["q"], r["dir"]) for r in rows}
+            self._schema[relation] = sorted((r for r in found if self.policy.allows(r.id) and r.id not in names),
+                                            key=lambda r: (r.id, r.direction))
+        return self._schema[relation]
+
+    def labels(self, ids: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        iris = [i for i in dict.fromkeys(ids) if not i.startswith('"')]
+        for i in ids:
+            if i.startswith('"'):
+                out[i] = literal_from_id(i).value
+        for part in chunks(iris, BATCH):
+            for row in self._run("labels", ids=list(part)):
+                out[row["id"]] = row["name"]
+        return out
+
+    def search_entities(self, keys: Sequence[str]) -> dict[str, list[Node]]:
+        wanted = list(dict.fromkeys(k for k in keys if k))
+        found: dict[str, list[str]] = {}
+        for part in chunks(wanted, BATCH):
+            for row in self._run("names_lookup", keys=list(part)):
+                found[row["key"]] = sorted(row["entities"])
+        names = self.labels([e for ents in found.values() for e in ents])
+        return {k: [Node(e, names.get(e, local_name(e))) for e in v] for k, v in found.items()}
+
+    def has_entity(self, entity: str) -> bool:
+        return bool(self._run("has_entity", id=entity)[0]["found"])
+
+    def stats(self) -> dict:
+        row = self._run("stats")[0]
+        return {"edges": row["edges"], "entities": row["entities"], "values": row["values"],
+                "names": row["names"], "runs": row["runs"]}
+
+    # -- loading --------------------------------------------------------------
+    # The loader hands over parsed triples (``bulk_load_ntriples`` /
+    # ``bulk_extend``) and name keys (``index_names``); they are written at
+    # the next ``set_checkpoint`` in one transaction with the checkpoint, so
+    # a killed load resumes exactly after its last committed chunk.
+    def checkpoint(self, source: str) -> dict:
+        rows = self._run("load_checkpoint_get", source=source)
+        if not rows:
+            return {}
+        done = dict(rows[0]["checkpoint"])
+        done.pop("source", None)
+        return done
+
+    def forget_load(self, source: str) -> None:
+        self._run("load_forget", write=True, source=source)
+
+    def begin_bulk(self) -> None:
+        # A load into a database with no KG yet may CREATE its edges (checking
+        # for repeats within the load in memory), which is many times faster
+        # than MERGE on hubs; otherwise every edge is MERGEd.
+        self._fresh = self._run("kg_entities")[0]["n"] == 0
+        self._seen = _HashSet() if self._fresh else None
+
+    def end_bulk(self, commit: bool = True) -> None:
+        self._pending.clear()
+        self._pending_names.clear()
+        self._fresh = False
+        self._seen = None
+
+    def bulk_load_ntriples(self, data: bytes, fmt: ox.RdfFormat = ox.RdfFormat.N_TRIPLES) -> None:
+        """Parse N-Triples bytes (``SyntaxError`` on a bad line, and nothing
+        kept) and queue the triples for the next checkpoint."""
+        self._pending.extend(ox.parse(data, fmt))
+
+    def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
+        self._pending.extend(quads)
+        if len(self._pending) >= 8 * WRITE_BATCH:  # stream formats: write as we go
+            self._flush(None)
+
+    def index_names(self, pairs: Iterable[tuple[str, str]], source: str) -> int:
+        rows = [(k, e, source) for e, k in pairs if k]
+        self._pending_names.extend(rows)
+        return len(rows)
+
+    def discard_names(self) -> None:
+        self._pending.clear()
+        self._pending_names.clear()
+
+    def set_checkpoint(self, source: str, **values) -> None:
+        self._flush((source, values))
+
+    def _flush(self, checkpoint: tuple[str, dict] | None) -> None:
+        quads, self._pending = self._pending, []
+        names, self._pending_names = self._pending_names, []
+        batches = self._batches(quads, names)
+
+        def work(tx) -> None:
+            for statement, params in batches:
+                tx.run(cypher(statement), params).consume()
+            if checkpoint is not None:
+                tx.run(cypher("load_checkpoint_set"), source=checkpoint[0], values=checkpoint[1]).consume()
+
+        self._write_tx(work)
+        if self._seen is not None:
+            self._seen.commit()
+
+    def _batches(self, quads: list[ox.Quad], names: list[tuple[str, str, str]]) -> list[tuple[str, dict]]:
+        """The statements that write ``quads`` and ``names``, in order."""
+        predicates = self.name_predicates
+        order = {p: i for i, p in enumerate(predicates)}
+        entities: set[str] = set()
+        name_rows, value_rows, edges, value_edges = [], {}, [], []
+        for q in quads:
+            s, p, o = q.subject, q.predicate.value, q.object
+            if not isinstance(s, ox.NamedNode):
+                continue  # blank subjects are skolemised by the loader; anything else is not RDF 1.1
+            entities.add(s.value)
+            if isinstance(o, ox.Literal):
+                if p in order:
+                    name_rows.append([s.value, o.value, lang_rank(o.language) * 100 + order[p]])
+                    continue
+                parts = literal_parts(o)
+                value_rows[parts[0]] = parts
+                value_edges.append((s.value, p, parts[0]))
+            elif isinstance(o, ox.NamedNode):
+                entities.add(o.value)
+                edges.append((s.value, p, o.value))
+        if self._seen is not None:  # fresh load: drop repeats, CREATE the rest
+            edges = self._seen.new(edges)
+            value_edges = self._seen.new(value_edges)
+            kind = "create"
+        else:
+            kind = "merge"
+        out: list[tuple[str, dict]] = []
+        for part in chunks(sorted(entities), WRITE_BATCH):
+            out.append(("load_entities", {"ids": list(part)}))
+        for part in chunks(list(value_rows.values()), WRITE_BATCH):
+            out.append(("load_values", {"rows": list(part)}))
+        for part in chunks(name_rows, WRITE_BATCH):
+            out.append(("load_names", {"rows": list(part)}))
+        for part in chunks([list(e) for e in edges], WRITE_BATCH):
+            out.append((f"load_edges_{kind}", {"rows": list(part)}))
+        for part in chunks([list(e) for e in value_edges], WRITE_BATCH):
+            out.append((f"load_value_edges_{kind}", {"rows": list(part)}))
+        unique_names = list(dict.fromkeys((k, e) for k, e, _ in names))
+        source = names[0][2] if names else ""
+        for part in chunks([list(n) for n in unique_names], WRITE_BATCH):
+            out.append(("load_name_keys", {"rows": list(part), "source": source}))
+        return out
+
+    # -- runs -----------------------------------------------------------------
+    def start_run(self, run: RunInfo) -> None:
+        self._run("run_start", write=True, id=run.id, question=run.question, started=run.started,
+                  status=run.status, method=run.method, config=json.dumps(run.config, sort_keys=True))
+
+    def record_step(self, run_id: str, paths: Sequence[PathRecord]) -> None:
+        rows = [{
+            "id": p.id, "depth": p.depth, "entity": p.entity, "name": p.name, "parent": p.parent,
+            "relation": p.relation, "direction": (p.direction or "out") if p.relation else None,
+            "via": " ".join(p.via) if p.via else None,
+            "score": float(p.score) if p.score is not None else None,
+            "kept": bool(p.kept), "literal": bool(p.literal),
+        } for p in paths]
+        # parents first: a path's PARENT link needs its parent's node
+        rows.sort(key=lambda r: r["depth"])
+        self._run("run_step", write=True, run=run_id, paths=rows)
+
+    def finish_run(self, run: RunInfo) -> None:
+        self._run("run_finish", write=True, id=run.id, status=run.status, answer=json.dumps(run.answer),
+                  stats=json.dumps(run.stats, sort_keys=True), finished=run.finished)
+
+    def runs(self) -> list[RunInfo]:
+        return [_run_info(r["run"]) for r in self._run("runs_list")]
+
+    def run(self, run_id: str) -> RunTree:
+        rows = self._run("run_get", id=run_id)
+        if not rows:
+            raise UnknownRunError(f"no run {run_id!r} in this store (see `tog runs list`)")
+        info = _run_info(rows[0]["run"], full=True)
+        paths = []
+        for row in self._run("run_paths", id=run_id):
+            p = row["path"]
+            paths.append(PathRecord(
+                id=p["path"], depth=int(p["depth"]), entity=p["entity"], name=p["name"],
+                parent=row["parent"], relation=p.get("relation"), direction=p.get("direction"),
+                via=tuple(p["via"].split()) if p.get("via") else (),
+                score=p.get("score"), kept=bool(p["kept"]), literal=bool(p["literal"]),
+            ))
+        paths.sort(key=lambda p: (p.depth, natural(p.id)))
+        return RunTree(info, paths)
+
+    def prune_runs(self, older_than: str) -> int:
+        limit = dt.datetime.fromisoformat(older_than)
+        dropped = 0
+        for run in self.runs():
+            if dt.datetime.fromisoformat(run.started) < limit:
+                self._run("run_delete", write=True, id=run.id)
+                dropped += 1
+        return dropped
+
+
+def _node(row) -> Node | None:
+    """The Node of an expand row (None for an unnamed entity)."""
+    if row["literal"]:
+        return Node(row["x"], row["value"], True, row["datatype"])
+    return Node(row["x"], row["name"]) if row["name"] is not None else None
+
+
+def _run_info(r: dict, full: bool = False) -> RunInfo:
+    return RunInfo(
+        id=r["id"], question=r["question"], started=r["started"], status=r["status"], method=r["method"],
+        config=json.loads(r["config"]) if full and r.get("config") else {},
+        answer=json.loads(r["answer"]) if r.get("answer") else [],
+        stats=json.loads(r["stats"]) if full and r.get("stats") else {},
+        finished=r.get("finished"),
+    )
+
+
+def _retry_seconds() -> float:
+    """How long transient errors are retried (with backoff): TOG_NEO4J_RETRY_SECONDS, default 15."""
+    import os
+
+    try:
+        return max(0.0, float(os.environ.get("TOG_NEO4J_RETRY_SECONDS", "15")))
+    except ValueError:
+        return 15.0
+
+
+def _reason(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0]
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class _HashSet:
+    """64-bit hashes of the triples a fresh load has written, to skip repeats
+    without asking the database (a sorted numpy array: 8 bytes a triple).
+    Hashes of a chunk join the set only once its transaction committed."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.np = np
+        self.done = np.empty(0, dtype=np.uint64)
+        self.staged: list = []
+
+    def new(self, triples: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+        np = self.np
+        if not triples:
+            return []
+        hashes = np.fromiter((hash(t) & HASH_MASK for t in triples), dtype=np.uint64, count=len(triples))
+        _, first = np.unique(hashes, return_index=True)
+        first.sort()
+        keep = first
+        if len(self.done):
+            at = np.searchsorted(self.done, hashes[first])
+            at[at == len(self.done)] = 0
+            keep = first[self.done[at] != hashes[first]]
+        self.staged.append(hashes[keep])
+        return [triples[i] for i in keep]
+
+    def commit(self) -> None:
+        if self.staged:
+            self.done = self.np.union1d(self.done, self.np.concatenate(self.staged))
+            self.staged = []
+
+
+def browser_commands(run_id: str) -> str:
+    """What to paste into Neo4j Browser to draw a run: the parameter, then
+    the saved query (``cypher/run_browser.cypher``)."""
+    return f":param run => {json.dumps(run_id)}\n\n{cypher('run_browser').strip()}\n"

@@ -1,0 +1,343 @@
+"""One behavioural suite for every backend: the embedded Oxigraph store and a
+real Neo4j server (``store_spec`` is parametrized over both; the Neo4j half
+needs NEO4J_URI, which `.ci/run` sets after starting launcher/neo4j-server).
+
+The same files go through the same loader, the same questions get the same
+answers, and runs come back as the same trees.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import KG_NT, METAQA, fb, iri, open_spec, write_nt
+
+from engine.errors import StoreError, UnknownRunError
+from engine.evaluate import read_questions
+from engine.graph import KnowledgeGraph, Node, PathRecord, Relation, RunInfo
+from engine.pruning import get_pruner
+from engine.reasoning import get_reasoner
+from engine.runs import ask, cutoff
+from engine.search import SearchConfig
+from loaders.load import load_file
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+def edges(kg) -> int:
+    """KG edges a store holds, whatever the backend calls them."""
+    s = kg.stats()
+    return s["edges"] if "edges" in s else s["triples"]
+
+
+@pytest.fixture
+def fixture_kg(store_spec, tmp_path):
+    path = tmp_path / "kg.nt"
+    path.write_text(KG_NT, encoding="utf-8")
+    kg = open_spec(store_spec, create=True)
+    report = load_file(kg, path)
+    assert report.skipped == 0
+    return kg
+
+
+def test_protocol(fixture_kg):
+    assert isinstance(fixture_kg, KnowledgeGraph)
+    assert "runs" in fixture_kg.capabilities and "schema" in fixture_kg.capabilities
+
+
+def test_relations_both_directions_and_policy(fixture_kg):
+    rels = fixture_kg.relations([iri("quiz"), iri("paul"), iri("nobody")])
+    assert Relation(iri("directed_by"), "out") in rels[iri("quiz")]
+    assert Relation(iri("written_by"), "in") in rels[iri("paul")]
+    assert rels[iri("nobody")] == []
+    film = fixture_kg.relations([fb("m.film1")])[fb("m.film1")]
+    ids = {r.id for r in film}
+    # names, types, sameAs and aliases are never offered to the search
+    assert fb("film.film.starring") in ids and fb("type.object.name") not in ids
+    assert fb("type.object.type") not in ids and "http://www.w3.org/2002/07/owl#sameAs" not in ids
+
+
+def test_expand_entities_literals_and_cvts(fixture_kg):
+    found = fixture_kg.expand([(iri("paul"), Relation(iri("written_by"), "in")),
+                               (iri("quiz"), Relation(iri("release_year"), "out")),
+                               (fb("m.film1"), Relation(fb("film.film.starring"), "out"))])
+    by = {(c.source, c.relation.id): [] for c in found}
+    for c in found:
+        by[(c.source, c.relation.id)].append(c)
+    assert sorted(c.node.name for c in by[(iri("paul"), iri("written_by"))]) == ["Night Harbor", "Quiz Game"]
+    (year,) = by[(iri("quiz"), iri("release_year"))]
+    assert year.node == Node(f'"1994"^^<{XSD}gYear>', "1994", True, XSD + "gYear")
+    through = {c.node.name: c.via for c in by[(fb("m.film1"), fb("film.film.starring"))]}
+    assert through["Bea Star"] == (Relation(fb("film.performance.actor"), "out"),)
+    assert "Captain Nemo" in through and "Harbor Lights" not in through
+
+
+def test_expand_limit_keeps_the_same_sample(store_spec, tmp_path):
+    hub = [f"<{iri('hub')}> <{iri('links')}> <{iri(f'n{i}')}> ." for i in range(60)]
+    hub += [f'<{iri(f"n{i}")}> <http://www.w3.org/2000/01/rdf-schema#label> "node {i}" .' for i in range(60)]
+    kg = open_spec(store_spec, create=True)
+    load_file(kg, write_nt(tmp_path / "hub.nt", hub))
+    picked = [c.node.id for c in kg.expand([(iri("hub"), Relation(iri("links"), "out"))], limit=7)]
+    assert len(picked) == 7
+    # a hash order, not the first ids, and the same on every backend
+    from engine.backends.common import sample_key
+
+    assert picked == sorted((iri(f"n{i}") for i in range(60)), key=sample_key)[:7]
+    assert picked != [iri(f"n{i}") for i in range(7)]
+
+
+def test_labels_prefer_english_and_decode_literals(fixture_kg):
+    names = fixture_kg.labels([iri("quiz"), fb("m.film1"), fb("m.onlyfr"), f'"1994"^^<{XSD}gYear>', iri("nobody")])
+    assert names[iri("quiz")] == "Quiz Game"
+    assert names[fb("m.film1")] == "Harbor Lights"
+    assert names[fb("m.onlyfr")] == "Château Rouge"  # the only name there is
+    assert names[f'"1994"^^<{XSD}gYear>'] == "1994"
+    assert iri("nobody") not in names
+
+
+def test_search_entities_and_has_entity(fixture_kg):
+    found = fixture_kg.search_entities(["paul author", "harbor lights", "chateau rouge", "nobody at all", "'}) //"])
+    assert found["paul author"] == [Node(iri("paul"), "Paul Author")]
+    assert [n.id for n in found["harbor lights"]] == [fb("m.film1")]
+    assert "chateau rouge" not in found  # French names are not indexed for linking by default
+    assert "nobody at all" not in found and "'}) //" not in found
+    assert fixture_kg.has_entity(iri("paul")) and not fixture_kg.has_entity(iri("nobody"))
+
+
+def test_relation_schema(fixture_kg):
+    after = fixture_kg.relation_schema(Relation(iri("written_by"), "in"))
+    assert Relation(iri("directed_by"), "out") in after
+    assert all(r.id != "http://www.w3.org/2000/01/rdf-schema#label" for r in after)
+
+
+# -- loading --------------------------------------------------------------
+
+def test_reloading_adds_nothing_even_with_force(store_spec, tmp_path):
+    path = tmp_path / "kb.txt"
+    path.write_text((METAQA / "kb.txt").read_text(encoding="utf-8"), encoding="utf-8")
+    kg = open_spec(store_spec, create=True)
+    first = load_file(kg, path)
+    count = edges(kg)
+    assert first.triples == 1750 and count > 1700
+    assert load_file(kg, path).already_complete
+    load_file(kg, path, force=True)
+    assert edges(kg) == count
+
+
+def test_repeated_lines_and_bad_lines(store_spec, tmp_path):
+    good = f"<{iri('a')}> <{iri('r')}> <{iri('b')}> ."
+    lines = [good, "this is not a triple", good, f"<{iri('a')}> <{iri('r')}> <{iri('c')}> .", "<broken",
+             f"<{iri('a')}> <{iri('r')}> \"x\" ."] + [good] * 3
+    kg = open_spec(store_spec, create=True)
+    report = load_file(kg, write_nt(tmp_path / "bad.nt", lines), chunk_bytes=64)
+    assert report.skipped == 2 and [n for n, _ in report.bad] == [2, 5]
+    assert edges(kg) == 3  # a->b once, a->c, a->"x"
+    found = kg.expand([(iri("a"), Relation(iri("r"), "out"))])
+    assert sorted(c.node.name for c in found) == ["b", "c", "x"]
+
+
+class _Killed(BaseException):
+    pass
+
+
+def test_a_load_killed_between_chunks_resumes_exactly(store_spec, tmp_path, monkeypatch):
+    lines = [f"<{iri(f's{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(400)]
+    lines += lines[:40]  # repeats across chunks
+    path = write_nt(tmp_path / "many.nt", lines)
+    kg = open_spec(store_spec, create=True)
+    calls = {"n": 0}
+    original = type(kg).set_checkpoint
+
+    def dying(self, source, **values):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise _Killed  # as if the process died during this chunk's write
+        return original(self, source, **values)
+
+    monkeypatch.setattr(type(kg), "set_checkpoint", dying)
+    with pytest.raises(_Killed):
+        load_file(kg, path, chunk_bytes=2048, segment_lines=100)
+    monkeypatch.setattr(type(kg), "set_checkpoint", original)
+    partial = edges(kg)
+    assert 0 < partial < 400
+    report = load_file(kg, path, chunk_bytes=2048, segment_lines=100)
+    assert report.resumed_from > 0
+    assert edges(kg) == 400 and report.lines == 440
+
+
+# -- runs and answers -----------------------------------------------------
+
+def _ask(kg, question, method="tog", record=True):
+    return ask(kg, question, get_pruner("hybrid"), get_reasoner("offline"),
+               SearchConfig(method=method), (), record=record)
+
+
+def test_runs_are_path_nodes_written_as_the_search_goes(fixture_kg, monkeypatch):
+    seen_live = []
+    original = type(fixture_kg).record_step
+
+    def watching(self, run_id, paths):
+        original(self, run_id, paths)
+        tree = self.run(run_id)  # readable before the run finishes
+        seen_live.append((tree.info.status, len(tree.paths)))
+
+    monkeypatch.setattr(type(fixture_kg), "record_step", watching)
+    result = _ask(fixture_kg, "who directed the films written by [Paul Author]")
+    assert sorted(result.result.answer.names) == ["Mike Maker", "Rita Director"]
+    assert seen_live and all(status == "running" for status, _ in seen_live)
+    assert seen_live[-1][1] > seen_live[0][1]
+    tree = fixture_kg.run(result.run_id)
+    assert tree.info.status == "done" and sorted(tree.info.answer) == ["Mike Maker", "Rita Director"]
+    roots = [p for p in tree.paths if p.parent is None]
+    assert [r.entity for r in roots] == [iri("paul")]
+    kept = [p for p in tree.paths if p.kept and p.depth == 2]
+    assert {p.name for p in kept} >= {"Mike Maker", "Rita Director"}
+
+
+def test_kept_flag_changes_and_literal_path_nodes(fixture_kg):
+    run = RunInfo(id="r1", question="q", started="2026-01-01T00:00:00+00:00")
+    fixture_kg.start_run(run)
+    lit = f'"1994"^^<{XSD}gYear>'
+    fixture_kg.record_step("r1", [PathRecord("p0", 0, iri("quiz"), "Quiz Game"),
+                                  PathRecord("p1", 1, lit, "1994", parent="p0", relation=iri("release_year"),
+                                             direction="out", score=0.5, kept=True, literal=True)])
+    fixture_kg.record_step("r1", [PathRecord("p1", 1, lit, "1994", parent="p0", relation=iri("release_year"),
+                                             direction="out", score=0.5, kept=False, literal=True)])
+    tree = fixture_kg.run("r1")
+    assert [(p.id, p.kept, p.literal, p.parent) for p in tree.paths] == [("p0", True, False, None),
+                                                                      ("p1", False, True, "p0")]
+    assert tree.info.status == "running"
+    with pytest.raises(UnknownRunError):
+        fixture_kg.run("no-such-run")
+
+
+def test_prune_removes_old_runs_and_nothing_else(fixture_kg):
+    before = edges(fixture_kg)
+    old = RunInfo(id="old", question="q", started="2020-01-01T00:00:00+00:00")
+    fixture_kg.start_run(old)
+    fixture_kg.record_step("old", [PathRecord("p0", 0, iri("paul"), "Paul Author")])
+    recent = _ask(fixture_kg, "who directed the films written by [Paul Author]")
+    assert fixture_kg.prune_runs("2025-01-01T00:00:00+00:00") == 1
+    assert [r.id for r in fixture_kg.runs()] == [recent.run_id]
+    assert edges(fixture_kg) == before
+    assert fixture_kg.labels([iri("paul")]) == {iri("paul"): "Paul Author"}
+    assert fixture_kg.prune_runs(cutoff("0s")) == 1 and fixture_kg.runs() == []
+
+
+# -- parity: the same answers and run trees on both backends --------------
+
+def _tree_shape(kg, run_id):
+    tree = kg.run(run_id)
+    return [(p.id, p.depth, p.parent, p.entity, p.relation, p.direction, p.via,
+             None if p.score is None else round(p.score, 6), p.kept) for p in tree.paths]
+
+
+@pytest.mark.neo4j
+@pytest.mark.parametrize("method", ["tog", "tog-r"])
+def test_same_answers_and_run_trees_on_both_backends(neo4j_store, tmp_path, method):
+    questions = list(read_questions(METAQA / "questions.txt"))
+    stores = [open_spec(str(tmp_path / "store"), create=True), open_spec(neo4j_store, create=True)]
+    reports = [load_file(kg, METAQA / "kb.txt") for kg in stores]
+    assert [(r.triples, r.skipped, r.names) for r in reports] == [(1750, 0, 1368)] * 2
+    answered = 0
+    for q in questions:
+        results = [_ask(kg, q.question, method) for kg in stores]
+        assert results[0].result.answer.names == results[1].result.answer.names, q.question
+        assert _tree_shape(stores[0], results[0].run_id) == _tree_shape(stores[1], results[1].run_id), q.question
+        answered += bool(results[0].result.answer.names)
+    assert answered >= len(questions) - 2
+
+
+# -- Neo4j specifics ------------------------------------------------------
+
+@pytest.mark.neo4j
+def test_every_cypher_file_compiles_on_the_server(neo4j_store):
+    from importlib import resources
+
+    import neo4j
+
+    from engine.backends.neo4j import migrations
+
+    names = [p.name[:-7] for p in resources.files("cypher").iterdir() if p.name.endswith(".cypher")]
+    assert len(names) > 25
+    kg = open_spec(neo4j_store)
+    with kg.driver.session() as s:
+        for name in names:
+            text = resources.files("cypher").joinpath(f"{name}.cypher").read_text(encoding="utf-8")
+            if "IN TRANSACTIONS" not in text:
+                s.run(neo4j.Query("EXPLAIN " + text)).consume()
+    applied = [r["id"] for r in kg.driver.execute_query(
+        "MATCH (m:TogMigration) RETURN m.id AS id ORDER BY m.applied, m.id").records]
+    assert sorted(applied) == migrations() == sorted(migrations())
+
+
+@pytest.mark.neo4j
+def test_unreachable_server_and_bad_password_are_one_clear_line(neo4j_server, tog):
+    uri, user, password = neo4j_server
+    result = tog("info", "--store", "bolt://127.0.0.1:9")
+    assert result.exit_code == 1 and "cannot reach Neo4j at bolt://127.0.0.1:9" in result.output
+    assert "Traceback" not in result.output
+    bad = uri.replace("://", f"://{user}:wrong-password@")
+    result = tog("info", "--store", bad)
+    assert result.exit_code == 1 and "refused the credentials" in result.output
+    assert "wrong-password" not in result.output
+
+
+@pytest.mark.neo4j
+def test_lost_connection_mid_run_fails_the_command_and_never_marks_the_run_done(neo4j_store, tmp_path, tog,
+                                                                               monkeypatch):
+    """A real TCP proxy between tog and Neo4j is cut during the search."""
+    from proxy import TcpProxy
+
+    from engine.backends.neo4j import Neo4jGraph
+
+    kg = open_spec(neo4j_store, create=True)
+    load_file(kg, METAQA / "kb.txt")
+    monkeypatch.setenv("TOG_NEO4J_RETRY_SECONDS", "1")
+    host, port = neo4j_store.split("://")[1].split(":")
+    with TcpProxy(host, int(port)) as proxy:
+        original = Neo4jGraph.record_step
+
+        def cut_after_first_step(self, run_id, paths):
+            original(self, run_id, paths)
+            proxy.cut()
+
+        monkeypatch.setattr(Neo4jGraph, "record_step", cut_after_first_step)
+        result = tog("ask", "who directed the films written by [Paul Attanasio]",
+                     "--store", f"bolt://127.0.0.1:{proxy.port}")
+    assert result.exit_code == 1
+    assert "lost the connection to Neo4j" in result.output or "cannot reach Neo4j" in result.output
+    assert "Traceback" not in result.output
+    (run,) = kg.runs()
+    assert run.status != "done" and run.answer == []
+
+
+@pytest.mark.neo4j
+def test_cli_on_neo4j(neo4j_store, tog):
+    assert tog("load", METAQA / "kb.txt", "--store", neo4j_store).exit_code == 0
+    result = tog("ask", "who directed the films written by [Paul Attanasio]", "--store", neo4j_store)
+    assert result.exit_code == 0, result.output
+    assert "Mike Newell" in result.output and "Robert Redford" in result.output
+    run_id = result.output.rsplit("run: ", 1)[1].split()[0]
+    shown = tog("runs", "show", run_id, "--store", neo4j_store, "--cypher")
+    assert shown.exit_code == 0 and f':param run => "{run_id}"' in shown.output
+    assert "MATCH (r:TogRun {id: $run})" in shown.output
+    info = tog("info", "--store", neo4j_store)
+    assert "edges: 1,750" in info.output and "runs: 1" in info.output
+
+
+def test_cypher_flag_needs_a_neo4j_store(tog, loaded_store):
+    assert tog("ask", "who wrote [Quiz Game]", "--store", loaded_store).exit_code == 0
+    result = tog("runs", "show", "last", "--store", loaded_store, "--cypher")
+    assert result.exit_code == 1 and "--cypher draws runs stored in Neo4j" in result.output
+
+
+def test_unknown_store_scheme(tog):
+    result = tog("info", "--store", "mongodb://localhost:27017")
+    assert result.exit_code == 1 and "unknown store" in result.output
+
+
+def test_store_error_type():
+    from engine.backends import open_store
+
+    with pytest.raises(StoreError):
+        open_store("ftp://x")
