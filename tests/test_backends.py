@@ -341,3 +341,16 @@ def test_store_error_type():
 
     with pytest.raises(StoreError):
         open_store("ftp://x")
+
+
+def test_docker_compose_offers_neo4j_5_with_a_healthcheck():
+    import yaml
+
+    from conftest import REPO
+
+    compose = yaml.safe_load((REPO / "docker" / "docker-compose.yml").read_text(encoding="utf-8"))
+    neo4j = compose["services"]["neo4j"]
+    assert neo4j["image"].startswith("neo4j:5.")
+    assert "healthcheck" in neo4j and any(v.startswith("neo4j-data:") for v in neo4j["volumes"])
+    assert compose["services"]["tog"]["profiles"] == ["engine"]
+    assert (REPO / compose["services"]["tog"]["build"]["dockerfile"]).exists()
