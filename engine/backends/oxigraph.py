@@ -33,7 +33,7 @@ from engine.graph import (
     RunTree,
     local_name,
 )
-from engine.backends.common import Found, lang_rank, look_through, natural, select_candidates
+from engine.backends.common import Found, chunks, lang_rank, look_through, natural, select_candidates
 from engine.backends.name_index import NameIndex
 from engine.queries import render, sparql
 
@@ -48,11 +48,6 @@ def _v(name: str) -> ox.NamedNode:
 
 RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
 BATCH = 400  # VALUES rows per query: keeps query texts small and plans simple
-
-
-def _chunks(items: Sequence, size: int = BATCH) -> Iterable[Sequence]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
 
 
 def _lang_rank(term: ox.Literal | ox.NamedNode | None) -> int:
@@ -170,7 +165,7 @@ class OxigraphGraph:
         out: dict[str, list[Relation]] = {e: [] for e in entities}
         iris = [e for e in entities if not e.startswith('"')]
         names = set(self.name_predicates)
-        for part in _chunks(iris):
+        for part in chunks(iris, BATCH):
             values = render("relations", entities=_rows(part))
             for row in self._query(values):
                 pred = row["p"].value
@@ -186,7 +181,7 @@ class OxigraphGraph:
         for direction in ("out", "in"):
             pairs = [(ox.NamedNode(e), ox.NamedNode(r.id)) for e, r in requests
                      if r.direction == direction and not e.startswith('"')]
-            for part in _chunks(pairs):
+            for part in chunks(pairs, BATCH):
                 text = render(f"expand_{direction}", pairs=_sparql_rows(part), names=_sparql_rows(names))
                 for row in self._query(text):
                     key = (row["e"].value, Relation(row["p"].value, direction))
@@ -215,7 +210,7 @@ class OxigraphGraph:
         names = self._name_terms()
         by_source: dict[str, list[Candidate]] = defaultdict(list)
         pairs = [(ox.NamedNode(e), ox.NamedNode(r.id)) for e, r in requests]
-        for part in _chunks(pairs):
+        for part in chunks(pairs, BATCH):
             text = render("expand_out", pairs=_sparql_rows(part), names=_sparql_rows(names))
             rows: dict[tuple[str, str, str], list] = {}
             for row in self._query(text):
@@ -255,7 +250,7 @@ class OxigraphGraph:
         for i in ids:
             if i.startswith('"'):
                 out[i] = literal_from_id(i).value
-        for part in _chunks(iris):
+        for part in chunks(iris, BATCH):
             text = render("labels", entities=_rows(part), names=_sparql_rows(self._name_terms()))
             rows = [(r["e"].value, r["np"].value, r["name"]) for r in self._query(text)]
             out.update(self._pick_names(rows))
