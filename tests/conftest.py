@@ -28,6 +28,12 @@ from engine.backends.oxigraph import OxigraphGraph
 from loaders.load import load_file
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _private_state_dir(tmp_path, monkeypatch):
+    """Nothing a test does lands in the user's ~/.local/state."""
+    monkeypatch.setenv("TOG_STATE_DIR", str(tmp_path / "state"))
 VENV_BIN = REPO / ".venv" / "bin"
 METAQA = REPO / "examples" / "metaqa"
 

@@ -283,8 +283,7 @@ def test_unreachable_server_and_bad_password_are_one_clear_line(neo4j_server, to
 
 
 @pytest.mark.neo4j
-def test_lost_connection_mid_run_fails_the_command_and_never_marks_the_run_done(neo4j_store, tmp_path, tog,
-                                                                               monkeypatch):
+def test_lost_connection_mid_run_fails_the_command_and_the_run(neo4j_store, tmp_path, tog, monkeypatch):
     """A real TCP proxy between tog and Neo4j is cut during the search."""
     from proxy import TcpProxy
 
@@ -293,6 +292,7 @@ def test_lost_connection_mid_run_fails_the_command_and_never_marks_the_run_done(
     kg = open_spec(neo4j_store, create=True)
     load_file(kg, METAQA / "kb.txt")
     monkeypatch.setenv("TOG_NEO4J_RETRY_SECONDS", "1")
+    monkeypatch.setenv("TOG_STATE_DIR", str(tmp_path / "state"))
     host, port = neo4j_store.split("://")[1].split(":")
     with TcpProxy(host, int(port)) as proxy:
         original = Neo4jGraph.record_step
@@ -308,7 +308,11 @@ def test_lost_connection_mid_run_fails_the_command_and_never_marks_the_run_done(
     assert "lost the connection to Neo4j" in result.output or "cannot reach Neo4j" in result.output
     assert "Traceback" not in result.output
     (run,) = kg.runs()
-    assert run.status != "done" and run.answer == []
+    assert run.status == "running" and run.answer == []  # what the cut left in the database
+    again = open_spec(neo4j_store)  # the next connection marks it failed
+    (run,) = again.runs()
+    assert run.status == "failed" and run.answer == []
+    assert not (tmp_path / "state" / "neo4j-failed-runs.jsonl").exists()
 
 
 @pytest.mark.neo4j
@@ -354,3 +358,86 @@ def test_docker_compose_offers_neo4j_5_with_a_healthcheck():
     assert "healthcheck" in neo4j and any(v.startswith("neo4j-data:") for v in neo4j["volumes"])
     assert compose["services"]["tog"]["profiles"] == ["engine"]
     assert (REPO / compose["services"]["tog"]["build"]["dockerfile"]).exists()
+
+
+# -- offline bulk import ----------------------------------------------------
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def launcher_env(tmp_path):
+    """Environment for a second, private launcher/neo4j-server (its own home and ports)."""
+    import os
+    import shutil
+
+    from conftest import REPO
+
+    if not (REPO / "launcher" / "target" / "lib").is_dir() or not shutil.which("java"):
+        if os.environ.get("TOG_REQUIRE_NEO4J"):
+            pytest.fail("launcher/target/lib or java is missing (launcher/neo4j-server start builds it)")
+        pytest.skip("needs the Maven-built launcher (launcher/neo4j-server start) and Java")
+    env = dict(os.environ, TOG_NEO4J_HOME=str(tmp_path / "neo4j-home"), NEO4J_BOLT_PORT=str(_free_port()),
+               NEO4J_HTTP_PORT=str(_free_port()), NEO4J_HEAP="512m", NEO4J_PAGECACHE="128m",
+               NEO4J_PASSWORD="import-test-pw")
+    yield env
+    launcher(env, "stop")
+
+
+def launcher(env, *args):
+    import subprocess
+
+    from conftest import REPO
+
+    return subprocess.run([str(REPO / "launcher" / "neo4j-server"), *args], env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.neo4j
+def test_offline_import_builds_the_same_database_as_an_online_load(neo4j_store, launcher_env, tmp_path, tog,
+                                                                   monkeypatch):
+    from engine.backends.neo4j import Neo4jGraph
+
+    kg_file = tmp_path / "kg.nt"
+    kg_file.write_text(KG_NT + "this line is not RDF\n", encoding="utf-8")
+    files = [kg_file, METAQA / "kb.txt"]
+    out = tmp_path / "csv"
+    exported = tog("export-neo4j", *files, "--out", out)
+    assert exported.exit_code == 0, exported.output
+    assert "1 lines skipped" in exported.output and "line " in exported.output
+    again = tog("export-neo4j", *files, "--out", out)
+    assert again.exit_code == 1 and "not empty" in again.output
+
+    done = launcher(launcher_env, "import", out)  # a new home: no database yet
+    assert done.returncode == 0, done.stderr
+    assert launcher(launcher_env, "start").returncode == 0
+    imported = Neo4jGraph(f"bolt://127.0.0.1:{launcher_env['NEO4J_BOLT_PORT']}", user="neo4j",
+                          password=launcher_env["NEO4J_PASSWORD"])
+    try:
+        online = open_spec(neo4j_store, create=True)
+        for f in files:
+            load_file(online, f)
+        assert imported.stats() == online.stats()
+        assert imported.stats()["values"] > 0 and imported.stats()["names"] > 0
+        ids = [iri("paul"), fb("m.film1"), fb("m.cvt1"), fb("m.onlyfr"), iri("nobody")]
+        assert imported.labels(ids) == online.labels(ids)
+        keys = ["paul author", "harbor lights", "paul attanasio", "quiz show"]
+        assert imported.search_entities(keys) == online.search_entities(keys)
+        assert imported.search_entities(keys)["paul attanasio"]
+        for q in list(read_questions(METAQA / "questions.txt"))[:8]:
+            assert _ask(imported, q.question).result.answer.names == _ask(online, q.question).result.answer.names
+        report = load_file(imported, METAQA / "kb.txt")  # the import recorded complete loads
+        assert report.already_complete and report.triples == 1750
+    finally:
+        imported.close()
+    # the import refuses while the server runs, and replaces a database only when told to
+    busy = launcher(launcher_env, "import", out, "--replace")
+    assert busy.returncode != 0 and "stop it first" in busy.stderr
+    assert launcher(launcher_env, "stop").returncode == 0
+    refused = launcher(launcher_env, "import", out)
+    assert refused.returncode != 0 and "--replace" in refused.stderr

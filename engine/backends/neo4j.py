@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from importlib import resources
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pyoxigraph as ox
@@ -67,7 +69,55 @@ def literal_parts(term: ox.Literal) -> list:
     return [str(term), term.value, term.datatype.value if term.datatype else None, term.language]
 
 
-class Neo4jGraph:
+def split_quads(quads: Iterable[ox.Quad], name_predicates: Sequence[str]):
+    """Sort parsed triples into what the Neo4j data model writes:
+    (entity ids, [entity, name, rank] rows, {value id: Value row},
+    [(subject, relation, entity)] edges, [(subject, relation, value id)] edges).
+    A name's rank is lower for a preferred language, then predicate."""
+    order = {p: i for i, p in enumerate(name_predicates)}
+    entities: set[str] = set()
+    name_rows, value_rows, edges, value_edges = [], {}, [], []
+    for q in quads:
+        s, p, o = q.subject, q.predicate.value, q.object
+        if not isinstance(s, ox.NamedNode):
+            continue  # blank subjects are skolemised by the loader; anything else is not RDF 1.1
+        entities.add(s.value)
+        if isinstance(o, ox.Literal):
+            if p in order:
+                name_rows.append([s.value, o.value, lang_rank(o.language) * 100 + order[p]])
+                continue
+            parts = literal_parts(o)
+            value_rows[parts[0]] = parts
+            value_edges.append((s.value, p, parts[0]))
+        elif isinstance(o, ox.NamedNode):
+            entities.add(o.value)
+            edges.append((s.value, p, o.value))
+    return entities, name_rows, value_rows, edges, value_edges
+
+
+class PendingWrites:
+    """The loader's side shared by the Neo4j writers: parsed triples and name
+    keys wait in memory until the next checkpoint writes them."""
+
+    _pending: list[ox.Quad]
+    _pending_names: list[tuple[str, str, str]]
+
+    def bulk_load_ntriples(self, data: bytes, fmt: ox.RdfFormat = ox.RdfFormat.N_TRIPLES) -> None:
+        """Parse N-Triples bytes (``SyntaxError`` on a bad line, and nothing
+        kept) and queue the triples for the next checkpoint."""
+        self._pending.extend(list(ox.parse(data, fmt)))  # all or nothing
+
+    def index_names(self, pairs: Iterable[tuple[str, str]], source: str) -> int:
+        rows = [(k, e, source) for e, k in pairs if k]
+        self._pending_names.extend(rows)
+        return len(rows)
+
+    def discard_names(self) -> None:
+        self._pending.clear()
+        self._pending_names.clear()
+
+
+class Neo4jGraph(PendingWrites):
     """``KnowledgeGraph`` over a Neo4j 5 server.
 
     ``uri`` is ``neo4j://``, ``bolt://`` (or their ``+s`` forms), optionally
@@ -123,6 +173,8 @@ class Neo4jGraph:
         except (ValueError, nx.ConfigurationError) as e:
             raise StoreError(f"not a usable Neo4j address {self.uri!r}: {e}") from None
         self._migrate()
+        self.database_id = self._run("database_id", count=False)[0]["id"]
+        self._mark_unfinished_failures()
 
     # -- plumbing -----------------------------------------------------------
     def _errors(self, e: Exception) -> StoreError:
@@ -296,24 +348,10 @@ class Neo4jGraph:
         self._fresh = False
         self._seen = None
 
-    def bulk_load_ntriples(self, data: bytes, fmt: ox.RdfFormat = ox.RdfFormat.N_TRIPLES) -> None:
-        """Parse N-Triples bytes (``SyntaxError`` on a bad line, and nothing
-        kept) and queue the triples for the next checkpoint."""
-        self._pending.extend(ox.parse(data, fmt))
-
     def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
         self._pending.extend(quads)
         if len(self._pending) >= 8 * WRITE_BATCH:  # stream formats: write as we go
             self._flush(None)
-
-    def index_names(self, pairs: Iterable[tuple[str, str]], source: str) -> int:
-        rows = [(k, e, source) for e, k in pairs if k]
-        self._pending_names.extend(rows)
-        return len(rows)
-
-    def discard_names(self) -> None:
-        self._pending.clear()
-        self._pending_names.clear()
 
     def set_checkpoint(self, source: str, **values) -> None:
         self._flush((source, values))
@@ -335,25 +373,7 @@ class Neo4jGraph:
 
     def _batches(self, quads: list[ox.Quad], names: list[tuple[str, str, str]]) -> list[tuple[str, dict]]:
         """The statements that write ``quads`` and ``names``, in order."""
-        predicates = self.name_predicates
-        order = {p: i for i, p in enumerate(predicates)}
-        entities: set[str] = set()
-        name_rows, value_rows, edges, value_edges = [], {}, [], []
-        for q in quads:
-            s, p, o = q.subject, q.predicate.value, q.object
-            if not isinstance(s, ox.NamedNode):
-                continue  # blank subjects are skolemised by the loader; anything else is not RDF 1.1
-            entities.add(s.value)
-            if isinstance(o, ox.Literal):
-                if p in order:
-                    name_rows.append([s.value, o.value, lang_rank(o.language) * 100 + order[p]])
-                    continue
-                parts = literal_parts(o)
-                value_rows[parts[0]] = parts
-                value_edges.append((s.value, p, parts[0]))
-            elif isinstance(o, ox.NamedNode):
-                entities.add(o.value)
-                edges.append((s.value, p, o.value))
+        entities, name_rows, value_rows, edges, value_edges = split_quads(quads, self.name_predicates)
         if self._seen is not None:  # fresh load: drop repeats, CREATE the rest
             edges = self._seen.new(edges)
             value_edges = self._seen.new(value_edges)
@@ -395,8 +415,20 @@ class Neo4jGraph:
         self._run("run_step", write=True, run=run_id, paths=rows)
 
     def finish_run(self, run: RunInfo) -> None:
-        self._run("run_finish", write=True, id=run.id, status=run.status, answer=json.dumps(run.answer),
-                  stats=json.dumps(run.stats, sort_keys=True), finished=run.finished)
+        try:
+            self._run("run_finish", write=True, id=run.id, status=run.status, answer=json.dumps(run.answer),
+                      stats=json.dumps(run.stats, sort_keys=True), finished=run.finished)
+        except StoreError as e:
+            if run.status == "failed":  # the connection is gone: mark it failed on the next connect
+                _failure_journal().add(self.database_id, run.id, run.finished, str(e))
+            raise
+
+    def _mark_unfinished_failures(self) -> None:
+        journal = _failure_journal()
+        for entry in journal.entries(self.database_id):
+            self._run("run_fail_unfinished", write=True, id=entry["run"], finished=entry["finished"],
+                      error=entry["error"])
+        journal.remove(self.database_id)
 
     def runs(self) -> list[RunInfo]:
         return [_run_info(r["run"]) for r in self._run("runs_list")]
@@ -462,6 +494,60 @@ def _reason(e: BaseException) -> str:
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class _FailureJournal:
+    """Runs that failed while Neo4j was unreachable, as JSON lines in a local
+    file (``$TOG_STATE_DIR``, default ``~/.local/state/tog``), keyed by the
+    database's id; the next connection to that database marks them failed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _read(self) -> list[dict]:
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue  # a torn last line from a crash: nothing to mark
+        return out
+
+    def add(self, database: str, run_id: str, finished: str | None, error: str) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"database": database, "run": run_id, "finished": finished or _now(),
+                                    "error": error}) + "\n")
+        except OSError:
+            pass  # nowhere to remember it: the run stays "running", never "done"
+
+    def entries(self, database: str) -> list[dict]:
+        return [e for e in self._read() if e.get("database") == database and e.get("run")]
+
+    def remove(self, database: str) -> None:
+        entries = self._read()
+        rest = [e for e in entries if e.get("database") != database]
+        if len(rest) == len(entries):
+            return
+        try:
+            if rest:
+                tmp = self.path.with_suffix(".tmp")
+                tmp.write_text("".join(json.dumps(e) + "\n" for e in rest), encoding="utf-8")
+                os.replace(tmp, self.path)
+            else:
+                self.path.unlink()
+        except OSError:
+            pass
+
+
+def _failure_journal() -> _FailureJournal:
+    root = os.environ.get("TOG_STATE_DIR") or Path.home() / ".local" / "state" / "tog"
+    return _FailureJournal(Path(root) / "neo4j-failed-runs.jsonl")
 
 
 class _HashSet:

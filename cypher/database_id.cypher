@@ -1,0 +1,1 @@
+CALL db.info() YIELD id RETURN id
