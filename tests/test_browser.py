@@ -1,0 +1,119 @@
+"""Neo4j Browser, served by launcher/neo4j-server, draws a run: headless
+Debian chromium (driven by playwright, no browser download) connects, sets
+the style sheet and the run parameter that `tog runs show --cypher` prints,
+runs its query and screenshots the picture.
+
+Needs a Neo4j server (NEO4J_URI) whose Browser is at NEO4J_BROWSER_URL
+(`launcher/neo4j-server env` prints both) and /usr/bin/chromium.  Set
+TOG_SCREENSHOTS=DIR to keep the screenshot (the README's picture comes
+from here).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import METAQA, REPO
+
+pytestmark = pytest.mark.neo4j
+
+KEPT, PRUNED = "#57C7A4", "#D9DCE1"  # fill colours of cypher/tog-browser.grass
+
+
+@pytest.fixture
+def browser_page():
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    missing = None
+    if not os.environ.get("NEO4J_BROWSER_URL"):
+        missing = "NEO4J_BROWSER_URL is not set (launcher/neo4j-server env prints it)"
+    elif not chromium:
+        missing = "no chromium on PATH (apt-get install chromium)"
+    else:
+        try:
+            from playwright.sync_api import sync_playwright
+        except ImportError:
+            missing = "playwright is not installed (pip install -e '.[test]')"
+    if missing:
+        if os.environ.get("TOG_REQUIRE_NEO4J"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        try:
+            yield browser.new_page(viewport={"width": 1400, "height": 1000})
+        finally:
+            browser.close()
+
+
+def _one_line(cypher: str) -> str:
+    """Browser's editor runs what it gets; comments and line breaks go."""
+    lines = [line for line in cypher.splitlines() if not line.lstrip().startswith("//")]
+    return " ".join(" ".join(lines).split())
+
+
+def test_browser_draws_a_run_with_kept_and_pruned_paths(neo4j_store, browser_page, tog, tmp_path):
+    import neo4j
+
+    assert tog("load", METAQA / "kb.txt", "--store", neo4j_store).exit_code == 0
+    asked = tog("ask", "who directed the films written by [Paul Attanasio]", "--store", neo4j_store)
+    assert asked.exit_code == 0, asked.output
+    run_id = asked.output.rsplit("run: ", 1)[1].split()[0]
+    shown = tog("runs", "show", run_id, "--store", neo4j_store, "--cypher")
+    assert shown.exit_code == 0, shown.output
+    param, query = shown.output.strip().split("\n\n", 1)
+    assert param == f':param run => "{run_id}"'
+    grass = re.sub(r"/\*.*?\*/", "", (REPO / "cypher" / "tog-browser.grass").read_text(encoding="utf-8"), flags=re.S)
+
+    user, password = os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"]
+    with neo4j.GraphDatabase.driver(neo4j_store, auth=(user, password)) as driver:
+        records = driver.execute_query(query, run=run_id).records
+        drawn = {n.element_id for r in records for v in r.values() if v is not None
+                 for n in ([v] if isinstance(v, neo4j.graph.Node) else getattr(v, "nodes", []))}
+        kept, pruned = driver.execute_query(
+            "MATCH (p:TogPath {run: $run}) "
+            "RETURN sum(CASE WHEN p:Kept THEN 1 ELSE 0 END) AS k, sum(CASE WHEN p:Pruned THEN 1 ELSE 0 END) AS n",
+            run=run_id).records[0]
+    assert kept and pruned
+
+    page = browser_page
+    host = neo4j_store.split("://", 1)[1]
+    page.goto(f"{os.environ['NEO4J_BROWSER_URL']}?dbms=bolt://{user}@{host}&preselectAuthMethod=NATIVE")
+    page.fill('[data-testid="password"]', password)
+    page.click('[data-testid="connect"]')
+    page.wait_for_selector('[data-testid="disconnectedBanner"]', state="detached", timeout=30_000)
+    # connected: the editor's prompt names the database
+    page.locator('[data-testid="main"]').get_by_text(re.compile(r"^\w+\$$")).first.wait_for(timeout=30_000)
+
+    def run(command: str) -> None:
+        page.locator('[data-testid="activeEditor"]').click()
+        page.keyboard.insert_text(command)
+        page.keyboard.press("Control+Enter")
+
+    run(":style " + " ".join(grass.split()))
+    run(param)
+    page.wait_for_selector(f"text={run_id}", timeout=15_000)
+    run(_one_line(query))
+    frame = page.locator('[data-testid="frame"]').filter(has=page.locator("svg g.node")).first
+    frame.wait_for(timeout=30_000)
+    page.wait_for_function(f"document.querySelectorAll('svg g.node').length >= {len(drawn)}", timeout=30_000)
+    page.wait_for_timeout(1500)  # let the force layout settle for the picture
+
+    assert page.locator("svg g.node").count() == len(drawn)
+    fills = [f.upper() for f in page.locator("svg g.node circle.b-outline").evaluate_all(
+        "cs => cs.map(c => c.getAttribute('fill'))")]
+    assert fills.count(KEPT) == kept and fills.count(PRUNED) == pruned
+    captions = " ".join(page.locator("svg g.node text").all_text_contents())
+    assert "Newell" in captions and "Redford" in captions  # the answer's path nodes
+
+    shot = tmp_path / "neo4j-browser-run.png"
+    frame.screenshot(path=str(shot))
+    assert shot.stat().st_size > 20_000
+    if os.environ.get("TOG_SCREENSHOTS"):
+        target = Path(os.environ["TOG_SCREENSHOTS"])
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, target / shot.name)
