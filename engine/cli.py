@@ -49,27 +49,56 @@ store_option = click.option(
 
 
 def search_options(fn):
-    """Options shared by `ask` and `eval`."""
+    """Options shared by `ask` and `eval` (also from TOG_* variables and the config file)."""
     options = [
         click.option("--width", "-n", type=click.IntRange(1, 50), default=3, show_default=True,
                      help="Beam width N: paths kept per depth."),
         click.option("--depth", "-d", type=click.IntRange(1, 10), default=3, show_default=True,
                      help="Maximum search depth D."),
-        click.option("--method", type=click.Choice(["tog", "tog-r"]), default="tog", show_default=True,
-                     help="ToG scores entities; ToG-R keeps relation chains and samples entities."),
-        click.option("--pruner", type=click.Choice(["hybrid", "bm25", "random"]), default="hybrid", show_default=True,
-                     help="How candidate paths are scored."),
-        click.option("--threshold", type=click.FloatRange(0, 1), default=0.9, show_default=True,
-                     help="Stop as soon as the judge's reward reaches this."),
+        click.option("--method", type=click.Choice(["tog", "tog-r", "io", "cot"]), default="tog", show_default=True,
+                     help="ToG scores entities; ToG-R keeps relation chains and samples entities; io and cot "
+                          "ask the LLM alone (baselines, no KG)."),
+        click.option("--pruner", type=click.Choice(["llm", "hybrid", "bm25", "random"]), default=None,
+                     help="How candidate paths are scored [default: llm with --model, else hybrid]."),
+        click.option("--reasoner", type=click.Choice(["llm", "offline"]), default=None,
+                     help="Who judges and answers [default: llm with --model, else offline]."),
+        click.option("--threshold", type=click.FloatRange(0, 1), default=None,
+                     help="Stop once the judge's reward reaches this [default: 0.5 for the LLM judge, "
+                          "whose reward is its probability that the paths suffice; 0.9 offline]."),
         click.option("--max-candidates", type=click.IntRange(1), default=100, show_default=True,
                      help="Neighbours fetched per (entity, relation)."),
         click.option("--seed", type=int, default=0, show_default=True, help="Seed for tie-breaks and sampling."),
         click.option("--record/--no-record", default=True, show_default=True,
                      help="Keep the run as path nodes in the store."),
+        click.option("--model", envvar="TOG_MODEL", show_envvar=True, default=None,
+                     help="Any model litellm reaches: gpt-4o-mini, ollama/llama2, hosted_vllm/meta-llama/"
+                          "Llama-2-7b-chat-hf ... (API keys from the provider's usual variable, e.g. "
+                          "OPENAI_API_KEY). Without it, no LLM is used."),
+        click.option("--api-base", envvar="TOG_API_BASE", show_envvar=True, default=None,
+                     help="Endpoint of the model's server (Ollama, vLLM, any OpenAI-compatible one)."),
+        click.option("--temperature-explore", type=click.FloatRange(0, 2), default=0.4, show_default=True,
+                     help="Temperature of pruning calls."),
+        click.option("--temperature-reason", type=click.FloatRange(0, 2), default=0.0, show_default=True,
+                     help="Temperature of judging and answering calls."),
+        click.option("--max-tokens", type=click.IntRange(1), default=256, show_default=True,
+                     help="Most tokens per LLM reply."),
+        click.option("--cache/--no-cache", "llm_cache", default=True, show_default=True,
+                     help="Answer temperature-0 LLM calls from the response cache ($TOG_CACHE_DIR, "
+                          "default ~/.cache/tog)."),
+        click.option("--cache-sampled", is_flag=True, help="Cache sampled (temperature > 0) calls too."),
+        click.option("--llm-timeout", type=click.FloatRange(1), default=60.0, show_default=True,
+                     help="Seconds per LLM call."),
+        click.option("--llm-retries", type=click.IntRange(0, 20), default=4, show_default=True,
+                     help="Retries of a call on rate limits, timeouts and server errors (with backoff)."),
     ]
     for option in reversed(options):
         fn = option(fn)
     return fn
+
+
+SEARCH_KEYS = ("width", "depth", "method", "pruner", "reasoner", "threshold", "max_candidates", "seed", "record",
+               "model", "api_base", "temperature_explore", "temperature_reason", "max_tokens", "llm_cache",
+               "cache_sampled", "llm_timeout", "llm_retries")
 
 
 def _open(store: str, create: bool = False):
@@ -78,19 +107,76 @@ def _open(store: str, create: bool = False):
     return open_store(store, create=create)
 
 
-def _components(width, depth, method, pruner, threshold, max_candidates, seed):
+def _components(o: dict, concurrency: int = 1):
+    """(search config, pruner, reasoner, LLM client or None) from the options."""
     from engine.pruning import get_pruner
     from engine.reasoning import get_reasoner
     from engine.search import SearchConfig
 
-    config = SearchConfig(width=width, depth=depth, method=method, threshold=threshold,
-                          max_candidates=max_candidates, seed=seed)
-    return config, get_pruner(pruner, seed=seed), get_reasoner("offline")
+    llm = None
+    if o["model"]:
+        from engine.llm import LLMClient, LLMSettings
+
+        llm = LLMClient(LLMSettings(
+            model=o["model"], api_base=o["api_base"], temperature_explore=o["temperature_explore"],
+            temperature_reason=o["temperature_reason"], max_tokens=o["max_tokens"], timeout=o["llm_timeout"],
+            retries=o["llm_retries"], cache=o["llm_cache"], cache_sampled=o["cache_sampled"] and o["llm_cache"],
+            max_in_flight=max(1, concurrency)))
+    if llm is not None:
+        import engine.agent  # noqa: F401  (registers the llm pruner and reasoner)
+    pruner = o["pruner"] or ("llm" if llm else "hybrid")
+    reasoner = o["reasoner"] or ("llm" if llm else "offline")
+    for kind, name in (("pruner", pruner), ("reasoner", reasoner)):
+        if name == "llm" and llm is None:
+            raise click.UsageError(f"--{kind} llm needs a model: --model NAME (or TOG_MODEL)")
+    if o["method"] in ("io", "cot") and llm is None:
+        raise click.UsageError(f"--method {o['method']} asks the LLM alone: --model NAME (or TOG_MODEL)")
+    threshold = o["threshold"] if o["threshold"] is not None else (0.5 if reasoner == "llm" else 0.9)
+    config = SearchConfig(width=o["width"], depth=o["depth"], method=o["method"], threshold=threshold,
+                          max_candidates=o["max_candidates"], seed=o["seed"])
+    return (config, get_pruner(pruner, seed=o["seed"], client=llm),
+            get_reasoner(reasoner, client=llm, method=o["method"]), llm)
+
+
+def _config_file(path: Path | None) -> dict:
+    """Defaults for `ask` and `eval` from a TOML file: top-level keys for
+    both, ``[ask]`` / ``[eval]`` tables for one (option names with _ or -)."""
+    import tomllib
+
+    if path is None:
+        path = Path("tog.toml")
+        if not path.is_file():
+            return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise click.UsageError(f"cannot read the config file {path}: {e}") from None
+    known = set(SEARCH_KEYS) | {"store", "concurrency", "no_cache"}
+
+    def keys(table: dict, where: str) -> dict:
+        out = {}
+        for k, v in table.items():
+            if isinstance(v, dict):
+                continue
+            k = k.replace("-", "_")
+            if k == "cache":
+                k = "llm_cache"
+            if k not in known and k != "llm_cache":
+                raise click.UsageError(f"{path}: unknown setting {k!r}{where}")
+            out[k] = v
+        return out
+
+    common = keys(data, "")
+    return {cmd: {**common, **keys(data.get(cmd, {}), f" in [{cmd}]")} for cmd in ("ask", "eval")}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="think-on-graph")
-def cli() -> None:
+@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), envvar="TOG_CONFIG",
+              show_envvar=True, default=None,
+              help="TOML file of defaults for ask and eval (default: ./tog.toml when present).")
+@click.pass_context
+def cli(ctx: click.Context, config_path: Path | None) -> None:
     """Think-on-Graph: answer questions by beam search over a knowledge graph.
 
     \b
@@ -99,6 +185,7 @@ def cli() -> None:
       tog ask "who directed the films written by [Paul Attanasio]"
       tog runs show last
     """
+    ctx.default_map = _config_file(config_path)
 
 
 def load_options(fn):
@@ -207,14 +294,18 @@ def export_neo4j(files, out, fmt, delimiter, max_errors, name_predicates, name_l
 @search_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @_fail_cleanly
-def ask(question, store, topics, width, depth, method, pruner, threshold, max_candidates, seed, record,
-        as_json) -> None:
+def ask(question, store, topics, as_json, **options) -> None:
     """Answer QUESTION from the store, printing the supporting KG paths."""
     from engine.runs import ask as ask_question
 
-    config, pruner_obj, reasoner = _components(width, depth, method, pruner, threshold, max_candidates, seed)
-    with _open(store) as kg:
-        result = ask_question(kg, question, pruner_obj, reasoner, config, topics, record=record)
+    config, pruner_obj, reasoner, llm = _components(options)
+    try:
+        with _open(store) as kg:
+            result = ask_question(kg, question, pruner_obj, reasoner, config, topics, record=options["record"],
+                                  llm=llm)
+    finally:
+        if llm is not None:
+            llm.close()
     data = result.to_json()
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
@@ -222,15 +313,27 @@ def ask(question, store, topics, width, depth, method, pruner, threshold, max_ca
     answer = data["answer"]
     shown = ", ".join(answer[:ANSWERS_SHOWN]) + (f" … and {len(answer) - ANSWERS_SHOWN} more (--json lists all)"
                                                  if len(answer) > ANSWERS_SHOWN else "")
-    click.echo(f"answer: {shown if answer else '(no answer found in the KG)'}")
+    source = "" if data["from_kg"] or not answer else "  (from the model's own knowledge, not the KG)"
+    click.echo(f"answer: {shown if answer else '(no answer found in the KG)'}{source}")
     if data["paths"]:
         click.echo("paths:")
         for p in data["paths"]:
             click.echo(f"  {p}")
     s = data["stats"]
     click.echo(f"depth {s['depth']}, {s['kg_lookups']} KG lookups, {1000 * s['kg_seconds']:.1f} ms in the KG")
+    if "llm_calls" in s:
+        click.echo(_llm_line(s))
     if data["run"]:
         click.echo(f"run: {data['run']}  (tog runs show {data['run']})")
+
+
+def _llm_line(s: dict) -> str:
+    cost = "cost unknown" if s["cost"] is None else f"${s['cost']:.6f}"
+    extra = "".join(f", {s[k]} {label}" for k, label in (("llm_cache_hits", "from the cache"),
+                    ("llm_retries", "retries"), ("llm_repairs", "repaired replies"),
+                    ("llm_fallbacks", "fallbacks")) if s.get(k))
+    return (f"LLM: {s['llm_calls']} calls, {s['tokens_in']:,} tokens in, {s['tokens_out']:,} out, {cost}, "
+            f"{s['llm_seconds']:.1f} s{extra}")
 
 
 @cli.group()
@@ -318,11 +421,12 @@ def runs_prune(store, older_than) -> None:
 @click.option("--types", type=click.Path(path_type=Path), default=None,
               help="File with one question type per line (MetaQA qtype files).")
 @click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N questions.")
+@click.option("--concurrency", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Questions answered in parallel (LLM calls in flight at most the same).")
 @search_options
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @_fail_cleanly
-def evaluate_cmd(file, store, out, types, limit, width, depth, method, pruner, threshold, max_candidates, seed,
-                 record, progress) -> None:
+def evaluate_cmd(file, store, out, types, limit, concurrency, progress, **options) -> None:
     """Answer every question of FILE and score the answers (resumable)."""
     from engine.evaluate import evaluate, read_questions
     from engine.runs import ask as ask_question
@@ -330,20 +434,30 @@ def evaluate_cmd(file, store, out, types, limit, width, depth, method, pruner, t
     questions = list(read_questions(file, types))
     if limit:
         questions = questions[:limit]
-    config, pruner_obj, reasoner = _components(width, depth, method, pruner, threshold, max_candidates, seed)
+    config, pruner_obj, reasoner, llm = _components(options, concurrency)
     if progress is None:
         progress = sys.stderr.isatty()
-    with _open(store) as kg:
+    try:
+        with _open(store) as kg:
 
-        def answer_one(q):
-            r = ask_question(kg, q.question, pruner_obj, reasoner, config, q.topics, record=record)
-            s = r.result.stats
-            return {"prediction": r.result.answer.names, "run": r.run_id,
-                    "paths": [p.verbalise() for p in r.result.supporting], "depth": s["depth"],
-                    "kg_lookups": s["kg_lookups"], "kg_seconds": s["kg_seconds"], "seconds": s["seconds"]}
+            def answer_one(q):
+                r = ask_question(kg, q.question, pruner_obj, reasoner, config, q.topics, record=options["record"],
+                                 llm=llm)
+                s = r.result.stats
+                row = {"prediction": r.result.answer.names, "from_kg": r.result.answer.from_kg, "run": r.run_id,
+                       "paths": [p.verbalise() for p in r.result.supporting], "depth": s["depth"],
+                       "kg_lookups": s["kg_lookups"], "kg_seconds": s["kg_seconds"], "seconds": s["seconds"]}
+                row.update({k: v for k, v in s.items() if k.startswith(("llm_", "tokens_")) or k == "cost"})
+                return row
 
-        summary = evaluate(questions, answer_one, out, progress=progress)
+            summary = evaluate(questions, answer_one, out, progress=progress, concurrency=concurrency)
+    finally:
+        if llm is not None:
+            llm.close()
+    summary_file = out.with_name(out.name + ".summary.json")
+    summary_file.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     _print_summary(summary)
+    click.echo(f"results: {out}, summary: {summary_file}")
 
 
 def _print_summary(s: dict) -> None:
@@ -351,6 +465,12 @@ def _print_summary(s: dict) -> None:
                f"F1 {s['f1']:.3f}  errors {s['errors']}")
     click.echo(f"KG {s['kg_ms_per_question']:.2f} ms and {s['kg_lookups_per_question']:.2f} lookups per question; "
                f"{s['ms_per_question']:.2f} ms per question in all")
+    if "llm" in s:
+        m = s["llm"]
+        cost = "cost unknown" if m["cost"] is None else f"${m['cost']:.6f}"
+        click.echo(f"LLM: {m['calls']} calls ({m['calls_per_question']:.2f} per question), {m['cache_hits']} from "
+                   f"the cache, {m['tokens_in']:,} tokens in, {m['tokens_out']:,} out, {cost}; "
+                   f"{m['retries']} retries, {m['repairs']} repaired replies, {m['fallbacks']} fallbacks")
     for t, b in s.get("by_type", {}).items():
         click.echo(f"  {t}: {b['questions']} questions, hits@1 {b['hits@1']:.3f} "
                    f"(strict {b['hits@1_strict']:.3f}), F1 {b['f1']:.3f}")

@@ -42,3 +42,28 @@ def lookup(registry: dict, kind: str, name: str):
     except KeyError:
         raise UnknownComponentError(
             f"unknown {kind} {name!r}; available: {', '.join(sorted(registry))}") from None
+
+
+class LLMError(TogError):
+    """An LLM call failed for good (after any retries).
+
+    Carries the model, the provider litellm routed to and, for rate limits,
+    the seconds the provider asked to wait."""
+
+    def __init__(self, message: str, *, model: str = "", provider: str = "",
+                 retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.model, self.provider, self.retry_after = model, provider, retry_after
+
+
+class LLMAuthError(LLMError):
+    """The provider refused the credentials (never retried)."""
+
+
+class LLMRequestError(LLMError):
+    """The provider rejected the request itself: bad parameters, unknown model,
+    context window exceeded (never retried)."""
+
+
+class LLMUnavailableError(LLMError):
+    """Rate limits, timeouts, connection failures or 5xx answers outlasted the retries."""

@@ -159,9 +159,11 @@ def evaluate(
     answer_one: Callable[[Question], dict],
     out: Path,
     progress: bool = False,
+    concurrency: int = 1,
 ) -> dict:
     """Answer every question not yet in ``out``, appending one line each as
-    it finishes; return the summary over the whole file."""
+    it finishes (``concurrency`` questions at a time); return the summary
+    over the whole file. A killed evaluation resumes where it stopped."""
     if out.is_dir():
         raise TogError(f"--out {out} is a directory; give a file name")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -173,30 +175,64 @@ def evaluate(
         from tqdm import tqdm
 
         bar = tqdm(total=len(questions), initial=len(questions) - len(todo), unit="q", dynamic_ncols=True)
-    hits = 0
+    hits = done = 0
     with out.open("a", encoding="utf-8") as fh:
-        for i, q in enumerate(todo, start=1):
-            started = time.perf_counter()
-            record = {"id": q.id, "question": q.question, "answers": q.answers, "type": q.type}
-            try:
-                got = answer_one(q)
-            except TogError as e:
-                got = {"prediction": [], "error": str(e)}
-            preds = got.get("prediction", [])
-            record.update(got)
-            record["hit_lenient"] = bool(preds) and lenient_match(preds[0], q.answers)
-            record["hit_strict"] = bool(preds) and strict_match(preds[0], q.answers)
-            record["f1"] = round(set_f1(preds, q.answers), 6)
-            record.setdefault("seconds", round(time.perf_counter() - started, 6))
+        for record in _answers(todo, answer_one, concurrency):
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             fh.flush()
             hits += record["hit_lenient"]
+            done += 1
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix_str(f"hits@1 {hits / i:.3f}", refresh=False)
+                bar.set_postfix_str(f"hits@1 {hits / done:.3f}", refresh=False)
     if bar is not None:
         bar.close()
     return summarise(out, {q.id for q in questions})
+
+
+def _answers(todo: list[Question], answer_one: Callable[[Question], dict], concurrency: int) -> Iterator[dict]:
+    """Scored result records, in the order they finish."""
+    if concurrency <= 1:
+        for q in todo:
+            yield _scored(q, answer_one)
+        return
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    pending = iter(todo)
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tog-eval") as pool:
+        running = set()
+        try:
+            for q in pending:  # at most `concurrency` submitted: a kill loses only those in flight
+                running.add(pool.submit(_scored, q, answer_one))
+                if len(running) >= concurrency:
+                    break
+            while running:
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    yield f.result()
+                    nxt = next(pending, None)
+                    if nxt is not None:
+                        running.add(pool.submit(_scored, nxt, answer_one))
+        except BaseException:
+            for f in running:
+                f.cancel()
+            raise
+
+
+def _scored(q: Question, answer_one: Callable[[Question], dict]) -> dict:
+    started = time.perf_counter()
+    record = {"id": q.id, "question": q.question, "answers": q.answers, "type": q.type}
+    try:
+        got = answer_one(q)
+    except TogError as e:
+        got = {"prediction": [], "error": str(e)}
+    preds = got.get("prediction", [])
+    record.update(got)
+    record["hit_lenient"] = bool(preds) and lenient_match(preds[0], q.answers)
+    record["hit_strict"] = bool(preds) and strict_match(preds[0], q.answers)
+    record["f1"] = round(set_f1(preds, q.answers), 6)
+    record.setdefault("seconds", round(time.perf_counter() - started, 6))
+    return record
 
 
 def summarise(out: Path, ids: set[str] | None = None) -> dict:
@@ -225,6 +261,19 @@ def summarise(out: Path, ids: set[str] | None = None) -> dict:
     summary["kg_ms_per_question"] = round(1000 * sum(r.get("kg_seconds", 0.0) for r in rows) / (n or 1), 3)
     summary["kg_lookups_per_question"] = round(sum(r.get("kg_lookups", 0) for r in rows) / (n or 1), 3)
     summary["ms_per_question"] = round(1000 * sum(r.get("seconds", 0.0) for r in rows) / (n or 1), 3)
+    if any("llm_calls" in r for r in rows):
+        costs = [r.get("cost") for r in rows if "llm_calls" in r]
+        summary["llm"] = {
+            "calls": sum(r.get("llm_calls", 0) for r in rows),
+            "calls_per_question": round(sum(r.get("llm_calls", 0) for r in rows) / (n or 1), 3),
+            "cache_hits": sum(r.get("llm_cache_hits", 0) for r in rows),
+            "tokens_in": sum(r.get("tokens_in", 0) for r in rows),
+            "tokens_out": sum(r.get("tokens_out", 0) for r in rows),
+            "cost": None if any(c is None for c in costs) else round(sum(costs), 8),
+            "retries": sum(r.get("llm_retries", 0) for r in rows),
+            "repairs": sum(r.get("llm_repairs", 0) for r in rows),
+            "fallbacks": sum(r.get("llm_fallbacks", 0) for r in rows),
+        }
     by_type: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         if r.get("type"):

@@ -6,8 +6,8 @@ than "directed by" alone.  Two calls per beam step, each for the whole beam:
 ``score_relations`` (paths ending in a relation not yet followed) and
 ``score_entities`` (paths ending in a candidate entity).
 
-Registered by name (``get_pruner``); the LLM pruner joins the registry in
-``engine/llm.py``'s issue.
+Registered by name (``get_pruner``); the LLM pruner (``engine/agent.py``)
+joins the registry when a model is configured.
 """
 
 from __future__ import annotations

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from engine.errors import StoreError
+from engine.errors import QuestionError, StoreError, UnknownEntityError
 from engine.graph import KnowledgeGraph, Node, RunInfo, RunTree, relation_text
-from engine.linking import link
+from engine.linking import link, resolve
 from engine.pruning import Pruner
-from engine.reasoning import Reasoner
-from engine.search import Recorder, SearchConfig, SearchResult, search
+from engine.reasoning import Answer, Reasoner
+from engine.search import BASELINES, Recorder, SearchConfig, SearchResult, search
 
 
 def now() -> str:
@@ -58,32 +59,50 @@ def ask(
     topics: Sequence[str] = (),
     record: bool = True,
     extra_config: dict | None = None,
+    llm=None,
 ) -> AskResult:
     """Link, search and (when ``record``) keep the run in the graph.
 
-    The run is marked ``failed`` when the search raises; the error goes on.
+    ``llm`` (an ``engine.llm.LLMClient``) finds topic entities the name index
+    cannot, answers alone for the ``io`` / ``cot`` baselines, and has its
+    usage (calls, tokens, cost) added to the run's stats. The run is marked
+    ``failed`` when the search raises; the error goes on.
     """
-    nodes = link(kg, question, topics)
-    run_id = new_run_id() if record and "runs" in kg.capabilities else None
-    info = None
-    if run_id:
-        info = RunInfo(
-            id=run_id, question=question, started=now(), method=config.method,
-            config={**asdict(config), "pruner": getattr(pruner, "name", "?"),
-                    "reasoner": getattr(reasoner, "name", "?"), **(extra_config or {})},
-        )
-        kg.start_run(info)
-    try:
-        result = search(kg, question, nodes, pruner, reasoner, config, Recorder(kg, run_id))
-    except BaseException:
-        if info is not None:
-            info.status = "failed"
-            info.finished = now()
-            try:
-                kg.finish_run(info)
-            except StoreError:
-                pass  # the store is gone (a dropped connection): the run stays "running", never "done"
-        raise
+    from engine.llm import Usage, tracking
+
+    usage = Usage()
+    with tracking(usage):
+        if config.method in BASELINES:
+            if not question or not question.strip():
+                raise QuestionError("the question is empty")
+            nodes = []
+        else:
+            nodes = _topics(kg, question, topics, llm)
+        run_id = new_run_id() if record and "runs" in kg.capabilities else None
+        info = None
+        if run_id:
+            info = RunInfo(
+                id=run_id, question=question, started=now(), method=config.method,
+                config={**asdict(config), "pruner": getattr(pruner, "name", "?"),
+                        "reasoner": getattr(reasoner, "name", "?"), **(extra_config or {})},
+            )
+            kg.start_run(info)
+        try:
+            if config.method in BASELINES:
+                result = _baseline(llm, config.method, question)
+            else:
+                result = search(kg, question, nodes, pruner, reasoner, config, Recorder(kg, run_id))
+        except BaseException:
+            if info is not None:
+                info.status = "failed"
+                info.finished = now()
+                try:
+                    kg.finish_run(info)
+                except StoreError:
+                    pass  # the store is gone (a dropped connection): marked failed on the next connect
+            raise
+    if llm is not None:
+        result.stats.update(usage.to_dict())
     if info is not None:
         info.status = "done"
         info.answer = result.answer.names
@@ -91,6 +110,41 @@ def ask(
         info.finished = now()
         kg.finish_run(info)
     return AskResult(run_id, question, nodes, result)
+
+
+def _topics(kg: KnowledgeGraph, question: str, topics: Sequence[str], llm) -> list[Node]:
+    """Linked topic entities; when the name index finds none in the question,
+    the LLM names them and the index resolves those names."""
+    try:
+        return link(kg, question, topics)
+    except QuestionError:
+        if llm is None or topics or not question.strip():
+            raise
+    from engine.agent import extract_topics
+
+    nodes: list[Node] = []
+    for name in extract_topics(llm, question):
+        try:
+            nodes.extend(resolve(kg, [name]))
+        except UnknownEntityError:
+            continue  # a name the KG does not hold
+    if not nodes:
+        raise QuestionError("neither the name index nor the LLM found an entity of the store in the question; "
+                            "mark it like [Tom Hanks] or pass --topic")
+    return list({n.id: n for n in nodes}.values())
+
+
+def _baseline(llm, method: str, question: str) -> SearchResult:
+    from engine.agent import baseline_answer
+
+    if llm is None:
+        raise QuestionError(f"--method {method} asks the LLM alone: name a model (--model or TOG_MODEL)")
+    started = time.perf_counter()
+    names = baseline_answer(llm, method, question)
+    answer = Answer(names, from_kg=False, reason=f"{method.upper()} prompting, without the knowledge graph")
+    return SearchResult(answer, [], [], 0, [], {"depth": 0, "rewards": [], "kg_lookups": 0, "kg_seconds": 0.0,
+                                                "seconds": round(time.perf_counter() - started, 6),
+                                                "paths_scored": 0})
 
 
 def parse_age(text: str) -> dt.timedelta:

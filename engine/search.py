@@ -23,6 +23,7 @@ from engine.pruning import Choice, Pruner
 from engine.reasoning import Answer, Reasoner
 
 METHODS = ("tog", "tog-r")
+BASELINES = ("io", "cot")  # the LLM alone, no knowledge graph (engine/runs.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +42,8 @@ class SearchConfig:
             raise TogError(f"width must be between 1 and 50, not {self.width}")
         if not 1 <= self.depth <= 10:
             raise TogError(f"depth must be between 1 and 10, not {self.depth}")
-        if self.method not in METHODS:
-            raise TogError(f"unknown method {self.method!r}; use one of {', '.join(METHODS)}")
+        if self.method not in METHODS + BASELINES:
+            raise TogError(f"unknown method {self.method!r}; use one of {', '.join(METHODS + BASELINES)}")
         if not 0.0 <= self.threshold <= 1.0:
             raise TogError(f"threshold must be in [0, 1], not {self.threshold}")
         if self.max_candidates < 1:

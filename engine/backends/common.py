@@ -98,3 +98,33 @@ def look_through(
         for c in through:
             out.append(Candidate(source, rel, c.node, via=(c.relation,)))
     return out
+
+
+class ThreadMeter:
+    """``lookups`` and ``seconds`` (KG work) counted per thread, so questions
+    answered in parallel (``tog eval --concurrency``) each see their own."""
+
+    @property
+    def _meter(self):
+        meter = self.__dict__.get("_tog_meter")
+        if meter is None:
+            import threading
+
+            meter = self.__dict__.setdefault("_tog_meter", threading.local())
+        return meter
+
+    @property
+    def lookups(self) -> int:
+        return getattr(self._meter, "lookups", 0)
+
+    @lookups.setter
+    def lookups(self, value: int) -> None:
+        self._meter.lookups = value
+
+    @property
+    def seconds(self) -> float:
+        return getattr(self._meter, "seconds", 0.0)
+
+    @seconds.setter
+    def seconds(self, value: float) -> None:
+        self._meter.seconds = value

@@ -31,7 +31,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pyoxigraph as ox
 
-from engine.backends.common import Found, chunks, lang_rank, look_through, natural, select_candidates
+from engine.backends.common import (
+    Found,
+    ThreadMeter,
+    chunks,
+    lang_rank,
+    look_through,
+    natural,
+    select_candidates,
+)
 from engine.backends.oxigraph import literal_from_id
 from engine.errors import StoreError, UnknownRunError
 from engine.graph import (
@@ -117,7 +125,7 @@ class PendingWrites:
         self._pending_names.clear()
 
 
-class Neo4jGraph(PendingWrites):
+class Neo4jGraph(ThreadMeter, PendingWrites):
     """``KnowledgeGraph`` over a Neo4j 5 server.
 
     ``uri`` is ``neo4j://``, ``bolt://`` (or their ``+s`` forms), optionally

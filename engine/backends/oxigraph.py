@@ -33,7 +33,15 @@ from engine.graph import (
     RunTree,
     local_name,
 )
-from engine.backends.common import Found, chunks, lang_rank, look_through, natural, select_candidates
+from engine.backends.common import (
+    Found,
+    ThreadMeter,
+    chunks,
+    lang_rank,
+    look_through,
+    natural,
+    select_candidates,
+)
 from engine.backends.name_index import NameIndex
 from engine.queries import render, sparql
 
@@ -71,7 +79,7 @@ def _term(node_id: str, literal: bool) -> ox.NamedNode | ox.Literal:
     return literal_from_id(node_id) if literal else ox.NamedNode(node_id)
 
 
-class OxigraphGraph:
+class OxigraphGraph(ThreadMeter):
     """``KnowledgeGraph`` over pyoxigraph.  ``path=None`` gives an in-memory store."""
 
     capabilities = frozenset({"runs", "bulk_load", "named_graphs", "schema"})

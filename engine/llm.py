@@ -1,0 +1,334 @@
+"""Every LLM call of the engine goes through here, and through litellm.
+
+This is the only module that imports litellm, and only when the first call
+is made (the import costs about 3 s); ``LITELLM_LOCAL_MODEL_COST_MAP`` is set
+first, so litellm reads its bundled price list instead of fetching one.
+
+Per call: a timeout; bounded retries with exponential backoff (honouring a
+provider's retry-after) on rate limits, timeouts, connection failures and
+5xx answers; no retry on refused credentials or rejected requests. Failures
+become :class:`engine.errors.LLMError` subclasses that name the model and
+provider. Temperature-0 calls are answered from a persistent cache when the
+same model saw the same messages and parameters before (sampled calls only
+when asked); the key holds no credentials: litellm reads API keys from the
+environment and they never pass through this module. Usage (calls, tokens,
+cost, seconds, retries, cache hits) is summed per run and per evaluation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import json
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from engine.errors import LLMAuthError, LLMError, LLMRequestError, LLMUnavailableError
+
+CACHE_VERSION = 1
+DEFAULT_CONTEXT_WINDOW = 4096  # models litellm does not know (Llama-2's window)
+MAX_WAIT = 60.0
+
+_litellm_module = None
+_litellm_lock = threading.Lock()
+
+
+def litellm():
+    """The litellm module, imported on first use with the local price list."""
+    global _litellm_module
+    with _litellm_lock:
+        if _litellm_module is None:
+            os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+            import litellm as module
+
+            module.suppress_debug_info = True
+            module.telemetry = False
+            module.drop_params = True  # a parameter a provider lacks is dropped, not an error
+            _litellm_module = module
+    return _litellm_module
+
+
+def _default_cache_path() -> Path:
+    root = os.environ.get("TOG_CACHE_DIR") or Path.home() / ".cache" / "tog"
+    return Path(root) / "llm-cache.sqlite"
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """Which model, how to call it, and what may be cached."""
+
+    model: str
+    api_base: str | None = None
+    temperature_explore: float = 0.4   # pruning
+    temperature_reason: float = 0.0    # judging and answering
+    max_tokens: int = 256
+    timeout: float = 60.0
+    retries: int = 4
+    backoff: float = 1.0               # first wait in seconds; doubles per retry
+    cache: bool = True                 # temperature-0 calls
+    cache_sampled: bool = False        # calls with temperature > 0 too
+    cache_path: Path | None = None     # default: $TOG_CACHE_DIR or ~/.cache/tog
+    context_window: int | None = None  # default: litellm's model info, else 4096
+    max_in_flight: int = 8             # concurrent calls at most
+
+    def with_(self, **changes) -> LLMSettings:
+        return replace(self, **changes)
+
+
+@dataclass
+class Usage:
+    """What LLM calls cost, summed; ``calls`` are the ones a provider answered."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = 0.0   # None once any answered call had no known price
+    seconds: float = 0.0
+    retries: int = 0
+    repairs: int = 0           # malformed replies asked again
+    fallbacks: int = 0         # replies given up on (uniform scores, no answer)
+    by_purpose: dict = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, purpose: str, tokens_in: int, tokens_out: int, cost: float | None, seconds: float,
+            cached: bool, retries: int = 0) -> None:
+        with self._lock:
+            self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + 1
+            if cached:
+                self.cache_hits += 1
+                return
+            self.calls += 1
+            self.tokens_in += tokens_in
+            self.tokens_out += tokens_out
+            self.cost = None if cost is None or self.cost is None else self.cost + cost
+            self.seconds += seconds
+            self.retries += retries
+
+    def count(self, what: str) -> None:
+        with self._lock:
+            setattr(self, what, getattr(self, what) + 1)
+
+    def to_dict(self) -> dict:
+        return {"llm_calls": self.calls, "llm_cache_hits": self.cache_hits, "tokens_in": self.tokens_in,
+                "tokens_out": self.tokens_out, "cost": None if self.cost is None else round(self.cost, 8),
+                "llm_seconds": round(self.seconds, 6), "llm_retries": self.retries,
+                "llm_repairs": self.repairs, "llm_fallbacks": self.fallbacks,
+                "llm_calls_by_purpose": dict(self.by_purpose)}
+
+
+_current: contextvars.ContextVar[Usage | None] = contextvars.ContextVar("tog_llm_usage", default=None)
+
+
+@contextlib.contextmanager
+def tracking(usage: Usage) -> Iterator[Usage]:
+    """Sum the LLM calls made inside the block (in this thread) into ``usage``."""
+    token = _current.set(usage)
+    try:
+        yield usage
+    finally:
+        _current.reset(token)
+
+
+def current_usage() -> Usage | None:
+    return _current.get()
+
+
+class ResponseCache:
+    """Replies by request key in a SQLite file, safe to share between threads."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        self._db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, "
+                         "created REAL, reply TEXT)")
+        self._db.commit()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            row = self._db.execute("SELECT reply FROM replies WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, model: str, reply: dict) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?)",
+                             (key, model, time.time(), json.dumps(reply)))
+            self._db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _public_base(api_base: str | None) -> str | None:
+    """The endpoint without any user:password or query string (never cached or printed)."""
+    if not api_base:
+        return None
+    parts = urlsplit(api_base)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def cache_key(model: str, api_base: str | None, messages: Sequence[dict], temperature: float,
+              max_tokens: int) -> str:
+    blob = json.dumps({"v": CACHE_VERSION, "model": model, "api_base": _public_base(api_base),
+                       "messages": list(messages), "temperature": temperature, "max_tokens": max_tokens},
+                      sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class LLMClient:
+    """Calls one model through litellm with retries, a cache and usage counts."""
+
+    def __init__(self, settings: LLMSettings) -> None:
+        if not settings.model or not settings.model.strip():
+            raise LLMRequestError("no model named (--model or TOG_MODEL)")
+        self.settings = settings
+        self.total = Usage()
+        self._slots = threading.BoundedSemaphore(max(1, settings.max_in_flight))
+        self._cache: ResponseCache | None = None
+        if settings.cache or settings.cache_sampled:
+            path = settings.cache_path or _default_cache_path()
+            try:
+                self._cache = ResponseCache(path)
+            except (OSError, sqlite3.Error) as e:
+                raise LLMError(f"cannot open the LLM cache at {path}: {e}") from None
+        self._provider: str | None = None
+        self._window: int | None = settings.context_window
+
+    # -- facts about the model ------------------------------------------------
+    @property
+    def provider(self) -> str:
+        if self._provider is None:
+            try:
+                self._provider = litellm().get_llm_provider(self.settings.model,
+                                                            api_base=self.settings.api_base)[1]
+            except Exception:  # litellm raises its own types for unknown routes
+                self._provider = "unknown"
+        return self._provider
+
+    @property
+    def context_window(self) -> int:
+        """Input tokens the model takes (litellm's model info; 4096 when unknown)."""
+        if self._window is None:
+            try:
+                info = litellm().get_model_info(self.settings.model)
+                self._window = int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
+            except Exception:  # an unmapped model: assume a small window
+                self._window = DEFAULT_CONTEXT_WINDOW
+        return self._window
+
+    def count_tokens(self, messages: Sequence[dict]) -> int:
+        try:
+            return int(litellm().token_counter(model=self.settings.model, messages=list(messages)))
+        except Exception:  # no tokenizer for this model: about four characters a token
+            return sum(len(m.get("content") or "") for m in messages) // 4 + 4 * len(messages)
+
+    def fits(self, messages: Sequence[dict]) -> bool:
+        return self.count_tokens(messages) + self.settings.max_tokens <= self.context_window
+
+    # -- calls ----------------------------------------------------------------
+    def complete(self, messages: Sequence[dict], *, temperature: float, purpose: str) -> str:
+        """The model's reply text to ``messages``."""
+        s = self.settings
+        cacheable = self._cache is not None and ((temperature == 0 and s.cache) or (temperature > 0 and s.cache_sampled))
+        key = cache_key(s.model, s.api_base, messages, temperature, s.max_tokens) if cacheable else None
+        if key is not None:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._record(purpose, 0, 0, 0.0, 0.0, cached=True)
+                return hit["text"]
+        with self._slots:
+            text, tokens_in, tokens_out, cost, seconds, retries = self._call(messages, temperature)
+        self._record(purpose, tokens_in, tokens_out, cost, seconds, cached=False, retries=retries)
+        if key is not None:
+            self._cache.put(key, s.model, {"text": text, "tokens_in": tokens_in, "tokens_out": tokens_out,
+                                           "cost": cost})
+        return text
+
+    def _record(self, purpose, tokens_in, tokens_out, cost, seconds, cached, retries=0) -> None:
+        for usage in (self.total, _current.get()):
+            if usage is not None:
+                usage.add(purpose, tokens_in, tokens_out, cost, seconds, cached, retries)
+
+    def _call(self, messages, temperature):
+        lm = litellm()
+        s = self.settings
+        retryable = (lm.RateLimitError, lm.Timeout, lm.APIConnectionError, lm.InternalServerError,
+                     lm.ServiceUnavailableError, lm.BadGatewayError)
+        refused = (lm.AuthenticationError, lm.PermissionDeniedError)
+        rejected = (lm.BadRequestError, lm.NotFoundError, lm.UnprocessableEntityError,
+                    lm.UnsupportedParamsError, lm.ContentPolicyViolationError)
+        retries = 0
+        while True:
+            started = time.perf_counter()
+            try:
+                response = lm.completion(model=s.model, messages=list(messages), temperature=temperature,
+                                         max_tokens=s.max_tokens, api_base=s.api_base, timeout=s.timeout,
+                                         num_retries=0)
+            except refused as e:
+                raise self._error(LLMAuthError, "refused the credentials", e) from None
+            except rejected as e:
+                raise self._error(LLMRequestError, "rejected the request", e) from None
+            except retryable as e:
+                wait_asked = _retry_after(e)
+                if retries >= s.retries:
+                    raise self._error(LLMUnavailableError, f"failed after {retries + 1} attempts", e,
+                                      wait_asked) from None
+                wait = s.backoff * (2 ** retries) * (0.75 + random.random() / 2)
+                time.sleep(min(MAX_WAIT, max(wait, wait_asked or 0.0)))
+                retries += 1
+                continue
+            except lm.APIError as e:  # other provider errors: 5xx are worth another try
+                status = getattr(e, "status_code", None) or 0
+                if status >= 500 and retries < s.retries:
+                    time.sleep(min(MAX_WAIT, s.backoff * (2 ** retries)))
+                    retries += 1
+                    continue
+                raise self._error(LLMUnavailableError if status >= 500 else LLMRequestError, "failed", e) from None
+            seconds = time.perf_counter() - started
+            text = (response.choices[0].message.content or "") if response.choices else ""
+            usage = getattr(response, "usage", None)
+            tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
+            tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
+            try:
+                cost = float(lm.completion_cost(completion_response=response))
+            except Exception:  # a model without a known price: cost unknown, not an error
+                cost = None
+            return text, tokens_in, tokens_out, cost, seconds, retries
+
+    def _error(self, kind, what: str, e: Exception, retry_after: float | None = None) -> LLMError:
+        detail = " ".join(str(getattr(e, "message", None) or e).split())
+        if len(detail) > 300:
+            detail = detail[:300] + "…"
+        provider = getattr(e, "llm_provider", None) or self.provider
+        return kind(f"LLM {self.settings.model} ({provider}) {what}: {type(e).__name__}: {detail}",
+                    model=self.settings.model, provider=provider, retry_after=retry_after)
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+
+
+def _retry_after(e: Exception) -> float | None:
+    """Seconds a provider asked to wait (``Retry-After`` header), if it said."""
+    headers = getattr(e, "headers", None) or getattr(getattr(e, "response", None), "headers", None) or {}
+    try:
+        value = headers.get("retry-after") or headers.get("Retry-After")
+    except AttributeError:
+        return None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except (TypeError, ValueError):
+        return None
