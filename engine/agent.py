@@ -24,7 +24,7 @@ from importlib import resources
 
 from engine.llm import LLMClient, current_usage
 from engine.paths import Path
-from engine.pruning import PRUNERS, Choice
+from engine.pruning import PRUNERS, Choice, _normalise
 from engine.reasoning import REASONERS, Answer
 from engine.replies import parse_answer, parse_entities, parse_judgement, parse_scores
 
@@ -208,6 +208,40 @@ class LLMReasoner:
         return Answer(names, ids, [q.id for q in used], from_kg, reason)
 
 
+class EmbeddingPruner:
+    """Cosine similarity between the question and each verbalised candidate,
+    by an embedding model through litellm (one call per beam step for the
+    texts the cache does not hold yet)."""
+
+    name = "embedding"
+
+    def __init__(self, client: LLMClient | None = None, **_: object) -> None:
+        if client is None or not client.settings.embedding_model:
+            from engine.errors import UnknownComponentError
+
+            raise UnknownComponentError("the embedding pruner needs an embedding model "
+                                        "(--embedding-model or TOG_EMBEDDING_MODEL)")
+        self.client = client
+
+    def _scores(self, question: str, texts: list[str]) -> list[float]:
+        import numpy as np
+
+        if not texts:
+            return []
+        vectors = np.asarray(self.client.embed([question, *texts]), dtype=float)
+        norms = np.linalg.norm(vectors, axis=1)
+        norms[norms == 0] = 1.0
+        unit = vectors / norms[:, None]
+        similarity = unit[1:] @ unit[0]
+        return _normalise([float(x) for x in similarity])
+
+    def score_relations(self, question: str, choices: Sequence[Choice]) -> list[float]:
+        return self._scores(question, [c.text for c in choices])
+
+    def score_entities(self, question: str, choices: Sequence[Choice]) -> list[float]:
+        return self._scores(question, [c.text for c in choices])
+
+
 def _chains(paths: Sequence[Path]) -> list[str]:
     """ToG-R's view: one line per relation chain with the entities it reached."""
     groups: dict[tuple, list[Path]] = {}
@@ -237,4 +271,5 @@ def baseline_answer(client: LLMClient, method: str, question: str) -> list[str]:
 
 
 PRUNERS["llm"] = LLMPruner
+PRUNERS["embedding"] = EmbeddingPruner
 REASONERS["llm"] = LLMReasoner

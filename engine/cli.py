@@ -58,7 +58,7 @@ def search_options(fn):
         click.option("--method", type=click.Choice(["tog", "tog-r", "io", "cot"]), default="tog", show_default=True,
                      help="ToG scores entities; ToG-R keeps relation chains and samples entities; io and cot "
                           "ask the LLM alone (baselines, no KG)."),
-        click.option("--pruner", type=click.Choice(["llm", "hybrid", "bm25", "random"]), default=None,
+        click.option("--pruner", type=click.Choice(["llm", "hybrid", "bm25", "embedding", "random"]), default=None,
                      help="How candidate paths are scored [default: llm with --model, else hybrid]."),
         click.option("--reasoner", type=click.Choice(["llm", "offline"]), default=None,
                      help="Who judges and answers [default: llm with --model, else offline]."),
@@ -76,6 +76,9 @@ def search_options(fn):
                           "OPENAI_API_KEY). Without it, no LLM is used."),
         click.option("--api-base", envvar="TOG_API_BASE", show_envvar=True, default=None,
                      help="Endpoint of the model's server (Ollama, vLLM, any OpenAI-compatible one)."),
+        click.option("--embedding-model", envvar="TOG_EMBEDDING_MODEL", show_envvar=True, default=None,
+                     help="Embedding model for --pruner embedding, through litellm (text-embedding-3-small, "
+                          "ollama/nomic-embed-text ...)."),
         click.option("--temperature-explore", type=click.FloatRange(0, 2), default=0.4, show_default=True,
                      help="Temperature of pruning calls."),
         click.option("--temperature-reason", type=click.FloatRange(0, 2), default=0.0, show_default=True,
@@ -97,7 +100,7 @@ def search_options(fn):
 
 
 SEARCH_KEYS = ("width", "depth", "method", "pruner", "reasoner", "threshold", "max_candidates", "seed", "record",
-               "model", "api_base", "temperature_explore", "temperature_reason", "max_tokens", "llm_cache",
+               "model", "api_base", "embedding_model", "temperature_explore", "temperature_reason", "max_tokens", "llm_cache",
                "cache_sampled", "llm_timeout", "llm_retries")
 
 
@@ -114,22 +117,25 @@ def _components(o: dict, concurrency: int = 1):
     from engine.search import SearchConfig
 
     llm = None
-    if o["model"]:
+    if o["model"] or o["embedding_model"]:
         from engine.llm import LLMClient, LLMSettings
 
         llm = LLMClient(LLMSettings(
-            model=o["model"], api_base=o["api_base"], temperature_explore=o["temperature_explore"],
+            model=o["model"] or "", embedding_model=o["embedding_model"], api_base=o["api_base"], temperature_explore=o["temperature_explore"],
             temperature_reason=o["temperature_reason"], max_tokens=o["max_tokens"], timeout=o["llm_timeout"],
             retries=o["llm_retries"], cache=o["llm_cache"], cache_sampled=o["cache_sampled"] and o["llm_cache"],
             max_in_flight=max(1, concurrency)))
-    if llm is not None:
-        import engine.agent  # noqa: F401  (registers the llm pruner and reasoner)
-    pruner = o["pruner"] or ("llm" if llm else "hybrid")
-    reasoner = o["reasoner"] or ("llm" if llm else "offline")
+    import engine.agent  # noqa: F401  (registers the llm and embedding pruners and the llm reasoner)
+
+    chat = bool(o["model"])
+    pruner = o["pruner"] or ("llm" if chat else "hybrid")
+    reasoner = o["reasoner"] or ("llm" if chat else "offline")
     for kind, name in (("pruner", pruner), ("reasoner", reasoner)):
-        if name == "llm" and llm is None:
+        if name == "llm" and not chat:
             raise click.UsageError(f"--{kind} llm needs a model: --model NAME (or TOG_MODEL)")
-    if o["method"] in ("io", "cot") and llm is None:
+    if pruner == "embedding" and not o["embedding_model"]:
+        raise click.UsageError("--pruner embedding needs --embedding-model NAME (or TOG_EMBEDDING_MODEL)")
+    if o["method"] in ("io", "cot") and not chat:
         raise click.UsageError(f"--method {o['method']} asks the LLM alone: --model NAME (or TOG_MODEL)")
     threshold = o["threshold"] if o["threshold"] is not None else (0.5 if reasoner == "llm" else 0.9)
     config = SearchConfig(width=o["width"], depth=o["depth"], method=o["method"], threshold=threshold,

@@ -78,6 +78,7 @@ class LLMSettings:
     cache_path: Path | None = None     # default: $TOG_CACHE_DIR or ~/.cache/tog
     context_window: int | None = None  # default: litellm's model info, else 4096
     max_in_flight: int = 8             # concurrent calls at most
+    embedding_model: str | None = None  # for the embedding pruner
 
     def with_(self, **changes) -> LLMSettings:
         return replace(self, **changes)
@@ -192,7 +193,7 @@ class LLMClient:
     """Calls one model through litellm with retries, a cache and usage counts."""
 
     def __init__(self, settings: LLMSettings) -> None:
-        if not settings.model or not settings.model.strip():
+        if not (settings.model or "").strip() and not settings.embedding_model:
             raise LLMRequestError("no model named (--model or TOG_MODEL)")
         self.settings = settings
         self.total = Usage()
@@ -212,7 +213,7 @@ class LLMClient:
     def provider(self) -> str:
         if self._provider is None:
             try:
-                self._provider = litellm().get_llm_provider(self.settings.model,
+                self._provider = litellm().get_llm_provider(self.settings.model or self.settings.embedding_model,
                                                             api_base=self.settings.api_base)[1]
             except Exception:  # litellm raises its own types for unknown routes
                 self._provider = "unknown"
@@ -242,6 +243,8 @@ class LLMClient:
     def complete(self, messages: Sequence[dict], *, temperature: float, purpose: str) -> str:
         """The model's reply text to ``messages``."""
         s = self.settings
+        if not (s.model or "").strip():
+            raise LLMRequestError("no model named (--model or TOG_MODEL)")
         cacheable = self._cache is not None and ((temperature == 0 and s.cache) or (temperature > 0 and s.cache_sampled))
         key = cache_key(s.model, s.api_base, messages, temperature, s.max_tokens) if cacheable else None
         if key is not None:
@@ -263,6 +266,55 @@ class LLMClient:
                 usage.add(purpose, tokens_in, tokens_out, cost, seconds, cached, retries)
 
     def _call(self, messages, temperature):
+        s = self.settings
+        response, seconds, retries = self._with_retries(
+            s.model, lambda lm: lm.completion(model=s.model, messages=list(messages), temperature=temperature,
+                                              max_tokens=s.max_tokens, api_base=s.api_base, timeout=s.timeout,
+                                              num_retries=0))
+        text = (response.choices[0].message.content or "") if response.choices else ""
+        usage = getattr(response, "usage", None)
+        tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
+        tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
+        return text, tokens_in, tokens_out, _cost(response), seconds, retries
+
+    def embed(self, texts: Sequence[str], purpose: str = "embedding") -> list[list[float]]:
+        """One vector per text from the embedding model (cached per text)."""
+        s = self.settings
+        model = s.embedding_model
+        if not model:
+            raise LLMRequestError("no embedding model named (--embedding-model or TOG_EMBEDDING_MODEL)")
+        out: dict[int, list[float]] = {}
+        keys = {}
+        if self._cache is not None and s.cache:
+            for i, t in enumerate(texts):
+                keys[i] = cache_key(model, s.api_base, [{"role": "embed", "content": t}], 0.0, 0)
+                hit = self._cache.get(keys[i])
+                if hit is not None:
+                    out[i] = hit["vector"]
+            if out:
+                self._record(purpose, 0, 0, 0.0, 0.0, cached=True)
+        todo = [i for i in range(len(texts)) if i not in out]
+        if todo:
+            with self._slots:
+                response, seconds, retries = self._with_retries(
+                    model, lambda lm: lm.embedding(model=model, input=[texts[i] for i in todo], api_base=s.api_base,
+                                                   timeout=s.timeout, num_retries=0))
+            data = sorted(response.data, key=lambda d: d["index"] if isinstance(d, dict) else d.index)
+            if len(data) != len(todo):
+                raise LLMRequestError(f"embedding model {model} returned {len(data)} vectors for {len(todo)} texts",
+                                      model=model, provider=self.provider)
+            usage = getattr(response, "usage", None)
+            self._record(purpose, int(getattr(usage, "prompt_tokens", 0) or 0), 0, _cost(response), seconds,
+                         cached=False, retries=retries)
+            for i, d in zip(todo, data):
+                vector = [float(x) for x in (d["embedding"] if isinstance(d, dict) else d.embedding)]
+                out[i] = vector
+                if i in keys:
+                    self._cache.put(keys[i], model, {"vector": vector})
+        return [out[i] for i in range(len(texts))]
+
+    def _with_retries(self, model: str, call):
+        """(``call(litellm)``'s response, seconds of the answered attempt, retries)."""
         lm = litellm()
         s = self.settings
         retryable = (lm.RateLimitError, lm.Timeout, lm.APIConnectionError, lm.InternalServerError,
@@ -274,18 +326,16 @@ class LLMClient:
         while True:
             started = time.perf_counter()
             try:
-                response = lm.completion(model=s.model, messages=list(messages), temperature=temperature,
-                                         max_tokens=s.max_tokens, api_base=s.api_base, timeout=s.timeout,
-                                         num_retries=0)
+                response = call(lm)
             except refused as e:
-                raise self._error(LLMAuthError, "refused the credentials", e) from None
+                raise self._error(LLMAuthError, "refused the credentials", e, model=model) from None
             except rejected as e:
-                raise self._error(LLMRequestError, "rejected the request", e) from None
+                raise self._error(LLMRequestError, "rejected the request", e, model=model) from None
             except retryable as e:
                 wait_asked = _retry_after(e)
                 if retries >= s.retries:
                     raise self._error(LLMUnavailableError, f"failed after {retries + 1} attempts", e,
-                                      wait_asked) from None
+                                      wait_asked, model=model) from None
                 wait = s.backoff * (2 ** retries) * (0.75 + random.random() / 2)
                 time.sleep(min(MAX_WAIT, max(wait, wait_asked or 0.0)))
                 retries += 1
@@ -296,29 +346,31 @@ class LLMClient:
                     time.sleep(min(MAX_WAIT, s.backoff * (2 ** retries)))
                     retries += 1
                     continue
-                raise self._error(LLMUnavailableError if status >= 500 else LLMRequestError, "failed", e) from None
-            seconds = time.perf_counter() - started
-            text = (response.choices[0].message.content or "") if response.choices else ""
-            usage = getattr(response, "usage", None)
-            tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
-            tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
-            try:
-                cost = float(lm.completion_cost(completion_response=response))
-            except Exception:  # a model without a known price: cost unknown, not an error
-                cost = None
-            return text, tokens_in, tokens_out, cost, seconds, retries
+                raise self._error(LLMUnavailableError if status >= 500 else LLMRequestError, "failed", e,
+                                  model=model) from None
+            return response, time.perf_counter() - started, retries
 
-    def _error(self, kind, what: str, e: Exception, retry_after: float | None = None) -> LLMError:
+    def _error(self, kind, what: str, e: Exception, retry_after: float | None = None, *,
+               model: str | None = None) -> LLMError:
+        model = model or self.settings.model
         detail = " ".join(str(getattr(e, "message", None) or e).split())
         if len(detail) > 300:
             detail = detail[:300] + "…"
         provider = getattr(e, "llm_provider", None) or self.provider
-        return kind(f"LLM {self.settings.model} ({provider}) {what}: {type(e).__name__}: {detail}",
-                    model=self.settings.model, provider=provider, retry_after=retry_after)
+        return kind(f"LLM {model} ({provider}) {what}: {type(e).__name__}: {detail}",
+                    model=model, provider=provider, retry_after=retry_after)
 
     def close(self) -> None:
         if self._cache is not None:
             self._cache.close()
+
+
+def _cost(response) -> float | None:
+    """The call's price from litellm's list; None for a model without a price."""
+    try:
+        return float(litellm().completion_cost(completion_response=response))
+    except Exception:  # an unknown model is not an error
+        return None
 
 
 def _retry_after(e: Exception) -> float | None:

@@ -52,6 +52,16 @@ def relation_hops(question: str) -> int:
     return max(1, len({RELATION_WORDS[w] for w in _words(question) if w in RELATION_WORDS}))
 
 
+def bag_of_words(text: str, dimensions: int = 64) -> list[float]:
+    """The scripted embedding: word counts hashed into a fixed number of slots."""
+    import zlib
+
+    vector = [0.0] * dimensions
+    for w in _words(text):
+        vector[zlib.crc32(w.encode()) % dimensions] += 1.0
+    return vector
+
+
 def scripted_reply(messages: list[dict]) -> str:
     system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
     task = messages[-1]["content"]
@@ -113,6 +123,15 @@ class ScriptedModel:
                     time.sleep(fault[1])
                 if model.latency:
                     time.sleep(model.latency)
+                if self.path.endswith("/embeddings"):
+                    texts = body.get("input", [])
+                    texts = [texts] if isinstance(texts, str) else texts
+                    self._send(200, {"object": "list", "model": body.get("model", "scripted-embed"),
+                                     "data": [{"object": "embedding", "index": i, "embedding": bag_of_words(t)}
+                                              for i, t in enumerate(texts)],
+                                     "usage": {"prompt_tokens": sum(len(t.split()) for t in texts),
+                                               "total_tokens": sum(len(t.split()) for t in texts)}})
+                    return
                 text = canned if canned is not None else (
                     fault[1] if fault and fault[0] == "garbage" else scripted_reply(body.get("messages", [])))
                 prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))

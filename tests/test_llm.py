@@ -35,8 +35,8 @@ def metaqa_sample(tmp_path, tog):
     return store
 
 
-def client(model, tmp_path, **settings) -> LLMClient:
-    base = dict(model=MODEL, api_base=model.api_base, backoff=0.01, timeout=5, cache_path=tmp_path / "c.sqlite")
+def client(server, tmp_path, **settings) -> LLMClient:
+    base = dict(model=MODEL, api_base=server.api_base, backoff=0.01, timeout=5, cache_path=tmp_path / "c.sqlite")
     return LLMClient(LLMSettings(**{**base, **settings}))
 
 
@@ -296,3 +296,25 @@ def test_commands_without_a_model_never_import_litellm(metaqa_sample):
                           env=env_without_traceback(), timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def test_the_embedding_pruner_ranks_by_similarity_through_litellm(tog, metaqa_sample, model, tmp_path):
+    from engine.agent import EmbeddingPruner
+    from engine.pruning import Choice
+
+    llm = client(model, tmp_path, model="", embedding_model="openai/scripted-embed")
+    pruner = EmbeddingPruner(client=llm)
+    choices = [Choice(path=None, text=t) for t in
+               ("Quiz Show -> release year", "Quiz Show -> directed by", "Quiz Show -> has tags")]
+    scores = pruner.score_relations("who directed [Quiz Show]", choices)
+    assert max(range(3), key=scores.__getitem__) == 1 and scores[1] == 1.0
+    assert model.calls == 1 and model.requests[0]["path"] == "/v1/embeddings"
+    assert pruner.score_relations("who directed [Quiz Show]", choices) == scores
+    assert model.calls == 1  # vectors come from the cache the second time
+    result = tog("ask", "who directed [Quiz Show]", "--store", metaqa_sample, "--pruner", "embedding",
+                 "--embedding-model", "openai/scripted-embed", "--api-base", model.api_base, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["answer"] == ["Robert Redford"] and data["stats"]["llm_calls"] >= 1
+    missing = tog("ask", "who directed [Quiz Show]", "--store", metaqa_sample, "--pruner", "embedding")
+    assert missing.exit_code == 2 and "--embedding-model" in missing.output

@@ -232,7 +232,7 @@ def test_unknown_components_name_the_choices():
     from engine.pruning import get_pruner
     from engine.reasoning import get_reasoner
 
-    with pytest.raises(UnknownComponentError, match=r"unknown pruner 'nope'; available: bm25, hybrid, (llm, )?random"):
+    with pytest.raises(UnknownComponentError, match=r"unknown pruner 'nope'; available: bm25, (embedding, )?hybrid, (llm, )?random"):
         get_pruner("nope")
     with pytest.raises(UnknownComponentError, match=r"unknown reasoner 'nope'; available: (llm, )?offline"):
         get_reasoner("nope")
