@@ -176,7 +176,7 @@ def _config_file(path: Path | None) -> dict:
     return {cmd: {**common, **keys(data.get(cmd, {}), f" in [{cmd}]")} for cmd in ("ask", "eval")}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "TOG"})
 @click.version_option(package_name="think-on-graph")
 @click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), envvar="TOG_CONFIG",
               show_envvar=True, default=None,

@@ -273,6 +273,9 @@ def test_settings_come_from_a_config_file_and_the_environment(tog, metaqa_sample
     before = model.calls
     assert tog("ask", "who wrote [Quiz Show]", "--store", metaqa_sample, "--no-cache").exit_code == 0
     assert model.calls > before
+    monkeypatch.setenv("TOG_ASK_METHOD", "io")  # any option: TOG_<COMMAND>_<OPTION>
+    io = tog("ask", "who wrote [Quiz Show]", "--store", metaqa_sample, "--no-cache", "--json")
+    assert json.loads(io.output)["stats"]["llm_calls_by_purpose"] == {"io": 1}
     config.write_text("modle = 1\n", encoding="utf-8")
     bad = tog("--config", config, "ask", "x", "--store", metaqa_sample)
     assert bad.exit_code == 2 and "unknown setting 'modle'" in bad.output
