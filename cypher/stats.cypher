@@ -6,4 +6,5 @@ CALL () { MATCH (r:TogRun) RETURN count(r) AS runs }
 CALL () { MATCH ()-[r]->() RETURN count(r) AS relationships }
 CALL () { MATCH (:TogPath)-[r]->() RETURN count(r) AS run_relationships }
 CALL () { MATCH (:TogRun)-[r]->() RETURN count(r) AS roots }
-RETURN entities, values, names, runs, relationships - run_relationships - roots AS edges
+CALL () { MATCH (:TogCorrection)-[r]->() RETURN count(r) AS provenance }
+RETURN entities, values, names, runs, relationships - run_relationships - roots - provenance AS edges

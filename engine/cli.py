@@ -373,21 +373,31 @@ def runs_list(store, as_json) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--cypher", "as_cypher", is_flag=True,
               help="Print the Neo4j Browser commands that draw the run (Neo4j stores).")
+@click.option("--format", "fmt", type=click.Choice(["text", "html", "svg", "mermaid"]), default="text",
+              show_default=True, help="A picture of the explored tree instead of the text tree.")
+@click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Write the picture to this file (default: print it).")
 @_fail_cleanly
-def runs_show(run_id, store, kept_only, as_json, as_cypher) -> None:
+def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output) -> None:
     """Show RUN_ID (default: the last run) as a tree of path nodes."""
     from dataclasses import asdict
 
-    from engine.errors import UnknownRunError
+    from engine.feedback import corrected_paths
     from engine.runs import render_tree
 
     with _open(store) as kg:
-        if run_id == "last":
-            items = kg.runs()
-            if not items:
-                raise UnknownRunError("no runs in this store yet; ask a question first")
-            run_id = items[-1].id
-        tree = kg.run(run_id)
+        tree = kg.run(_run_id(kg, run_id))
+        corrected = corrected_paths(kg, tree)
+    if fmt != "text":
+        from engine import pictures
+
+        picture = {"html": pictures.html_page, "svg": pictures.svg, "mermaid": pictures.mermaid}[fmt](tree, corrected)
+        if output is None:
+            click.echo(picture)
+        else:
+            output.write_text(picture, encoding="utf-8")
+            click.echo(f"wrote {output}")
+        return
     if as_cypher:
         from engine.backends.neo4j import browser_commands, is_neo4j_uri
 
@@ -400,7 +410,108 @@ def runs_show(run_id, store, kept_only, as_json, as_cypher) -> None:
         click.echo(json.dumps({"run": asdict(tree.info), "paths": [asdict(p) for p in tree.paths]},
                               ensure_ascii=False, indent=2))
         return
-    click.echo(render_tree(tree, show_pruned=not kept_only))
+    click.echo(render_tree(tree, show_pruned=not kept_only, corrected=corrected))
+
+
+def _run_id(kg, run_id: str) -> str:
+    """``last`` -> the newest run's id."""
+    from engine.errors import UnknownRunError
+
+    if run_id != "last":
+        return run_id
+    items = kg.runs()
+    if not items:
+        raise UnknownRunError("no runs in this store yet; ask a question first")
+    return items[-1].id
+
+
+@cli.command()
+@click.argument("run_id")
+@store_option
+@click.option("--rating", type=click.Choice(["good", "bad"]), required=True, help="How good the answer was.")
+@click.option("--comment", default=None, help="What was right or wrong.")
+@_fail_cleanly
+def feedback(run_id, store, rating, comment) -> None:
+    """Rate the answer of RUN_ID (or `last`); kept with the run."""
+    from engine.feedback import add_feedback
+
+    with _open(store) as kg:
+        run_id = _run_id(kg, run_id)
+        add_feedback(kg, run_id, rating, comment)
+    click.echo(f"feedback on {run_id}: {rating}")
+
+
+@cli.command()
+@store_option
+@click.option("--remove", "remove", multiple=True, metavar="S|R|O", help="A fact to take out (repeatable).")
+@click.option("--add", "add", multiple=True, metavar="S|R|O", help="A fact to put in (repeatable).")
+@click.option("--run", "run_id", default=None, help="The run that prompted the correction (or `last`).")
+@click.option("--reason", required=True, help="Why: kept with the correction.")
+@_fail_cleanly
+def correct(store, remove, add, run_id, reason) -> None:
+    """Correct the KG: remove and add facts, recorded with provenance.
+
+    \b
+    Facts are SUBJECT|RELATION|OBJECT: names or IRIs; an object may be an
+    N-Triples literal ("1994"^^<http://www.w3.org/2001/XMLSchema#gYear>).
+      tog correct --remove "Quiz Show|directed_by|Robert Redford" \\
+                  --add "Quiz Show|directed_by|Mike Newell" --reason "..."
+    """
+    from engine.feedback import correct as apply
+
+    with _open(store) as kg:
+        c = apply(kg, remove, add, reason, _run_id(kg, run_id) if run_id else None)
+    click.echo(f"correction {c.id}: {len(c.removed)} removed, {len(c.added)} added"
+               + (f", {len(c.kept)} already there" if c.kept else "") + f" (undo: tog corrections revert {c.id})")
+
+
+@cli.group()
+def corrections() -> None:
+    """List and revert corrections of the KG."""
+
+
+@corrections.command("list")
+@store_option
+@click.option("--json", "as_json", is_flag=True)
+@_fail_cleanly
+def corrections_list(store, as_json) -> None:
+    """Every correction, oldest first, with what it changed and why."""
+    from dataclasses import asdict
+
+    from engine.feedback import CorrectionError
+
+    with _open(store) as kg:
+        if "corrections" not in kg.capabilities:
+            raise CorrectionError("this store cannot record corrections")
+        items = kg.corrections()
+        ids = {x for c in items for f in c.removed + c.added + c.kept for x in (f[0], f[2]) if not x.startswith('"')}
+        names = kg.labels(sorted(ids)) if ids else {}
+    if as_json:
+        click.echo(json.dumps([asdict(c) for c in items], ensure_ascii=False, indent=2))
+        return
+    if not items:
+        click.echo("no corrections")
+    from engine.graph import local_name
+
+    for c in items:
+        click.echo(f"{c.id}  {c.created}  {c.status}{' ' + c.reverted if c.reverted else ''}"
+                   f"{'  run ' + c.run if c.run else ''}  reason: {c.reason}")
+        for tag, facts in (("-", c.removed), ("+", c.added), ("= (already there)", c.kept)):
+            for s_, r, o in facts:
+                click.echo(f"  {tag} {names.get(s_, s_)} | {local_name(r)} | {names.get(o, o)}   <{s_}> <{r}> {o if o.startswith(chr(34)) else '<' + o + '>'}")
+
+
+@corrections.command("revert")
+@click.argument("correction_id")
+@store_option
+@_fail_cleanly
+def corrections_revert(correction_id, store) -> None:
+    """Undo CORRECTION_ID exactly (its added facts go, its removed facts return)."""
+    from engine.feedback import revert
+
+    with _open(store) as kg:
+        c = revert(kg, correction_id)
+    click.echo(f"reverted {c.id}: {len(c.added)} facts taken out, {len(c.removed)} put back")
 
 
 @runs.command("prune")
@@ -429,10 +540,12 @@ def runs_prune(store, older_than) -> None:
 @click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N questions.")
 @click.option("--concurrency", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Questions answered in parallel (LLM calls in flight at most the same).")
+@click.option("--report", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Also write an HTML report (accuracy per type, LLM usage, each run's picture).")
 @search_options
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @_fail_cleanly
-def evaluate_cmd(file, store, out, types, limit, concurrency, progress, **options) -> None:
+def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, **options) -> None:
     """Answer every question of FILE and score the answers (resumable)."""
     from engine.evaluate import evaluate, read_questions
     from engine.runs import ask as ask_question
@@ -457,6 +570,8 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, progress, **option
                 return row
 
             summary = evaluate(questions, answer_one, out, progress=progress, concurrency=concurrency)
+            if report is not None:
+                _write_report(kg, report, out, summary, {q.id for q in questions})
     finally:
         if llm is not None:
             llm.close()
@@ -464,6 +579,32 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, progress, **option
     summary_file.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     _print_summary(summary)
     click.echo(f"results: {out}, summary: {summary_file}")
+
+
+def _write_report(kg, report: Path, out: Path, summary: dict, ids: set[str]) -> None:
+    """``report`` plus one picture per recorded run in ``REPORT_runs/``."""
+    from engine import pictures
+    from engine.errors import UnknownRunError
+    from engine.feedback import corrected_paths
+
+    rows = [r for r in (json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip())
+            if r.get("id") in ids]
+    folder = report.with_name(report.stem + "_runs")
+    links = {}
+    for r in rows:
+        run_id = r.get("run")
+        if not run_id:
+            continue
+        try:
+            tree = kg.run(run_id)
+        except UnknownRunError:
+            continue  # pruned since
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{run_id}.html").write_text(pictures.html_page(tree, corrected_paths(kg, tree)), encoding="utf-8")
+        links[run_id] = f"{folder.name}/{run_id}.html"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(pictures.report_page(f"tog eval {out.name}", summary, rows, links), encoding="utf-8")
+    click.echo(f"report: {report} ({len(links)} run pictures in {folder})")
 
 
 def _print_summary(s: dict) -> None:

@@ -98,6 +98,47 @@ class RunInfo:
     answer: list[str] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
     finished: str | None = None
+    feedback: list[dict] = field(default_factory=list)  # {"at", "rating", "comment"}, oldest first
+
+
+Fact = tuple[str, str, str]  # (subject IRI, relation IRI, object IRI or literal in N-Triples form)
+
+
+@dataclass(slots=True)
+class Correction:
+    """A change to the KG with its provenance.
+
+    ``removed``: facts taken out (each was there); ``added``: facts put in
+    that were not there before (an added fact that already existed is
+    listed in ``kept`` instead), so reverting is an exact undo.
+    ``status``: ``applying`` (written, not yet applied: finished on the
+    next access), ``active`` or ``reverted``."""
+
+    id: str
+    created: str
+    reason: str
+    run: str | None = None
+    removed: list[Fact] = field(default_factory=list)
+    added: list[Fact] = field(default_factory=list)
+    kept: list[Fact] = field(default_factory=list)
+    status: str = "applying"
+    reverted: str | None = None
+
+    def to_json(self) -> str:
+        import json
+
+        return json.dumps({"id": self.id, "created": self.created, "reason": self.reason, "run": self.run,
+                           "removed": self.removed, "added": self.added, "kept": self.kept,
+                           "status": self.status, "reverted": self.reverted}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Correction:
+        import json
+
+        d = json.loads(text)
+        facts = {k: [tuple(f) for f in d.get(k, [])] for k in ("removed", "added", "kept")}
+        return cls(d["id"], d["created"], d["reason"], d.get("run"), facts["removed"], facts["added"],
+                   facts["kept"], d.get("status", "active"), d.get("reverted"))
 
 
 @dataclass(slots=True)

@@ -103,6 +103,7 @@ def ask(
             raise
     if llm is not None:
         result.stats.update(usage.to_dict())
+    result.stats["answer_paths"] = list(result.answer.path_ids)  # the path nodes the answer cites
     if info is not None:
         info.status = "done"
         info.answer = result.answer.names
@@ -171,16 +172,23 @@ def _first(names: list[str], shown: int = 10) -> str:
     return ", ".join(names[:shown]) + more
 
 
-def render_tree(tree: RunTree, show_pruned: bool = True, max_children: int = 12) -> str:
-    """A run as an indented tree: depth, relation, entity, score, kept or pruned."""
+def render_tree(tree: RunTree, show_pruned: bool = True, max_children: int = 12,
+                corrected: dict[str, str] | None = None) -> str:
+    """A run as an indented tree: depth, relation, entity, score, kept or
+    pruned, the paths the answer cites (``*``) and hops over a fact that a
+    correction added (``corrected: ID``)."""
     info = tree.info
+    corrected = corrected or {}
+    cited = set(info.stats.get("answer_paths", []))
     lines = [
         f"run {info.id}  [{info.status}]  {info.method}  started {info.started}",
         f"question: {info.question}",
         f"answer: {_first(info.answer)}",
     ]
+    for f in info.feedback:
+        lines.append(f"feedback: {f['rating']} ({f['at']})" + (f": {f['comment']}" if f.get("comment") else ""))
     if info.stats:
-        lines.append("stats: " + ", ".join(f"{k}={v}" for k, v in info.stats.items()))
+        lines.append("stats: " + ", ".join(f"{k}={v}" for k, v in info.stats.items() if k != "answer_paths"))
     children: dict[str | None, list] = defaultdict(list)
     for p in tree.paths:
         children[p.parent].append(p)
@@ -206,7 +214,9 @@ def render_tree(tree: RunTree, show_pruned: bool = True, max_children: int = 12)
                     rel += " / " + " / ".join(relation_text(v) for v in p.via)
                 mark = "kept" if p.kept else "pruned"
                 score = f"{p.score:.3f}" if p.score is not None else "-"
-                lines.append(f"{prefix}{branch}d{p.depth} --{rel}--> {p.name}  score={score} {mark}")
+                notes = (" *answer" if p.id in cited else "") + (
+                    f"  [corrected: {corrected[p.id]}]" if p.id in corrected else "")
+                lines.append(f"{prefix}{branch}d{p.depth} --{rel}--> {p.name}  score={score} {mark}{notes}")
             walk(p.id, prefix + ("   " if last else "│  "))
         if extra or hidden:
             parts = []

@@ -46,6 +46,8 @@ from engine.graph import (
     DEFAULT_NAME_PREDICATES,
     DEFAULT_POLICY,
     Candidate,
+    Correction,
+    Fact,
     Node,
     PathRecord,
     Relation,
@@ -132,7 +134,7 @@ class Neo4jGraph(ThreadMeter, PendingWrites):
     with ``user:password@``; otherwise ``user``/``password`` are used.
     """
 
-    capabilities = frozenset({"runs", "schema"})
+    capabilities = frozenset({"runs", "schema", "corrections"})
     chunk_bytes = 4 << 20  # loader: bytes of lines written (and checkpointed) per transaction
 
     def __init__(
@@ -458,6 +460,60 @@ class Neo4jGraph(ThreadMeter, PendingWrites):
         paths.sort(key=lambda p: (p.depth, natural(p.id)))
         return RunTree(info, paths)
 
+    def add_feedback(self, run_id: str, entry: dict) -> None:
+        rows = self._run("run_feedback", write=True, run=run_id, entry=json.dumps(entry, sort_keys=True))
+        if not rows or not rows[0]["found"]:
+            raise UnknownRunError(f"no run {run_id!r} in this store (see `tog runs list`)")
+
+    # -- corrections ----------------------------------------------------------
+    # A correction's fact changes and its (:TogCorrection) record are written
+    # in one transaction; added relationships carry its id (tog_correction).
+    def has_fact(self, fact: Fact) -> bool:
+        s, r, o = fact
+        rows = self._run("fact_exists", s=s, r=r, o=o, literal=o.startswith('"'))
+        return bool(rows and rows[0]["found"])
+
+    def _change(self, tx, correction_id: str | None, remove: Sequence[Fact], add: Sequence[Fact]) -> None:
+        for s, r, o in remove:
+            tx.run(cypher("fact_remove"), s=s, r=r, o=o).consume()
+        for s, r, o in add:
+            if o.startswith('"'):
+                _, value, datatype, lang = literal_parts(literal_from_id(o))
+                tx.run(cypher("fact_add_value"), s=s, r=r, o=o, value=value, datatype=datatype, lang=lang,
+                       correction=correction_id).consume()
+            else:
+                tx.run(cypher("fact_add_entity"), s=s, r=r, o=o, correction=correction_id).consume()
+
+    def _save(self, tx, c: Correction) -> None:
+        subjects = sorted({f[0] for f in c.removed + c.added + c.kept})
+        tx.run(cypher("correction_save"), id=c.id, created=c.created, reason=c.reason, run=c.run, status=c.status,
+               reverted=c.reverted, record=c.to_json(), subjects=subjects).consume()
+
+    def apply_correction(self, c: Correction) -> Correction:
+        c.kept = [f for f in c.added if self.has_fact(f)]
+        c.added = [f for f in c.added if f not in c.kept]
+        c.status = "active"
+
+        def work(tx) -> None:
+            self._change(tx, c.id, c.removed, c.added)
+            self._save(tx, c)
+
+        self._write_tx(work)
+        return c
+
+    def corrections(self) -> list[Correction]:
+        return [Correction.from_json(r["record"]) for r in self._run("corrections_list", count=False)]
+
+    def revert_correction(self, c: Correction, when: str) -> Correction:
+        c.status, c.reverted = "reverted", when
+
+        def work(tx) -> None:
+            self._change(tx, None, c.added, c.removed)  # restored facts carry no correction mark
+            self._save(tx, c)
+
+        self._write_tx(work)
+        return c
+
     def prune_runs(self, older_than: str) -> int:
         limit = dt.datetime.fromisoformat(older_than)
         dropped = 0
@@ -482,6 +538,7 @@ def _run_info(r: dict, full: bool = False) -> RunInfo:
         answer=json.loads(r["answer"]) if r.get("answer") else [],
         stats=json.loads(r["stats"]) if full and r.get("stats") else {},
         finished=r.get("finished"),
+        feedback=sorted((json.loads(f) for f in r.get("feedback") or []), key=lambda f: f.get("at", "")),
     )
 
 

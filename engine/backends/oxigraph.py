@@ -25,6 +25,8 @@ from engine.graph import (
     DEFAULT_NAME_PREDICATES,
     DEFAULT_POLICY,
     Candidate,
+    Correction,
+    Fact,
     Node,
     PathRecord,
     Relation,
@@ -47,6 +49,8 @@ from engine.queries import render, sparql
 
 VOCAB = "urn:tog:vocab:"
 RUN_PREFIX = "urn:tog:run:"
+CORRECTION_PREFIX = "urn:tog:correction:"
+CORRECTIONS = ox.NamedNode("urn:tog:corrections")
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
 
@@ -82,7 +86,7 @@ def _term(node_id: str, literal: bool) -> ox.NamedNode | ox.Literal:
 class OxigraphGraph(ThreadMeter):
     """``KnowledgeGraph`` over pyoxigraph.  ``path=None`` gives an in-memory store."""
 
-    capabilities = frozenset({"runs", "bulk_load", "named_graphs", "schema"})
+    capabilities = frozenset({"runs", "bulk_load", "named_graphs", "schema", "corrections"})
 
     def __init__(
         self,
@@ -418,6 +422,8 @@ class OxigraphGraph(ThreadMeter):
             answer=json.loads(h["answer"].value) if h["answer"] is not None else [],
             stats=json.loads(h["stats"].value) if h["stats"] is not None else {},
             finished=h["finished"].value if h["finished"] is not None else None,
+            feedback=sorted((json.loads(q.object.value) for q in self.store.quads_for_pattern(g, _v("feedback"), None, g)),
+                            key=lambda f: f.get("at", "")),
         )
         prefix = f"{RUN_PREFIX}{run_id}/"
         paths = []
@@ -439,6 +445,71 @@ class OxigraphGraph(ThreadMeter):
             ))
         paths.sort(key=lambda p: (p.depth, natural(p.id)))
         return RunTree(info, paths)
+
+    def add_feedback(self, run_id: str, entry: dict) -> None:
+        self.run(run_id)  # UnknownRunError for a run that is not here
+        g = ox.NamedNode(RUN_PREFIX + run_id)
+        self.store.add(ox.Quad(g, _v("feedback"), ox.Literal(json.dumps(entry, sort_keys=True)), g))
+        self.store.flush()
+
+    # -- corrections ----------------------------------------------------------
+    # Each correction is one JSON record in the graph urn:tog:corrections.  It
+    # is written ("applying") before the KG changes and marked "active" after,
+    # so a crash in between is finished on the next access (the changes are
+    # set operations: applying them twice changes nothing).
+    def _fact_quad(self, fact: Fact) -> ox.Quad:
+        s, r, o = fact
+        obj = literal_from_id(o) if o.startswith('"') else ox.NamedNode(o)
+        return ox.Quad(ox.NamedNode(s), ox.NamedNode(r), obj, ox.DefaultGraph())
+
+    def has_fact(self, fact: Fact) -> bool:
+        q = self._fact_quad(fact)
+        return next(iter(self.store.quads_for_pattern(q.subject, q.predicate, q.object, q.graph_name)), None) is not None
+
+    def _save_correction(self, c: Correction) -> None:
+        node = ox.NamedNode(CORRECTION_PREFIX + c.id)
+        for q in list(self.store.quads_for_pattern(node, _v("record"), None, CORRECTIONS)):
+            self.store.remove(q)
+        self.store.add(ox.Quad(node, _v("record"), ox.Literal(c.to_json()), CORRECTIONS))
+
+    def _change(self, remove: Sequence[Fact], add: Sequence[Fact]) -> None:
+        for fact in remove:
+            self.store.remove(self._fact_quad(fact))
+        self.store.extend([self._fact_quad(f) for f in add])
+
+    def apply_correction(self, c: Correction) -> Correction:
+        c.kept = [f for f in c.added if self.has_fact(f)]
+        c.added = [f for f in c.added if f not in c.kept]
+        c.status = "applying"
+        self._save_correction(c)
+        self._change(c.removed, c.added)
+        c.status = "active"
+        self._save_correction(c)
+        self.store.flush()
+        return c
+
+    def corrections(self) -> list[Correction]:
+        out = [Correction.from_json(q.object.value)
+               for q in self.store.quads_for_pattern(None, _v("record"), None, CORRECTIONS)]
+        for c in out:
+            if c.status == "applying":  # interrupted: finish it
+                self._change(c.removed, c.added)
+                c.status = "active"
+                self._save_correction(c)
+            elif c.status == "reverting":
+                self._change(c.added, c.removed)
+                c.status = "reverted"
+                self._save_correction(c)
+        return sorted(out, key=lambda c: (c.created, c.id))
+
+    def revert_correction(self, c: Correction, when: str) -> Correction:
+        c.status, c.reverted = "reverting", when
+        self._save_correction(c)
+        self._change(c.added, c.removed)
+        c.status = "reverted"
+        self._save_correction(c)
+        self.store.flush()
+        return c
 
     def prune_runs(self, older_than: str) -> int:
         """Drop every run started before ``older_than`` (ISO 8601 timestamp)."""

@@ -1,0 +1,1 @@
+MATCH (c:TogCorrection) RETURN c.record AS record ORDER BY c.created, c.id

@@ -1,0 +1,6 @@
+// Put a fact with a literal object into the KG, marked with the correction that added it.
+MERGE (s:Entity {id: $s})
+MERGE (o:Value {id: $o})
+  ON CREATE SET o.value = $value, o.datatype = $datatype, o.lang = $lang
+MERGE (s)-[r:$($r)]->(o)
+SET r.tog_correction = $correction

@@ -1,0 +1,190 @@
+"""The outer loop: feedback on answers and corrections of the knowledge graph.
+
+``tog feedback`` rates a run. ``tog correct`` takes facts out of the KG and
+puts facts in, recording a :class:`engine.graph.Correction` with its
+provenance (when, why, the run that prompted it, what was there before);
+``revert`` undoes one exactly. The next search reads the corrected KG, and a
+run's trace marks the facts that came from a correction.
+
+Facts are written ``subject|relation|object``. Subject and object are names
+or IRIs (``<...>`` or with a scheme) of entities in the KG; an object may be a
+literal in N-Triples form (``"1994"``, ``"1994"^^<http://...#gYear>``,
+``"Paris"@en``). A relation is an IRI, or the name of a relation the subject
+already has (``directed_by``, ``directed by``), or one the removed fact had.
+Nothing in a fact becomes query text: it is resolved to IRIs and passed on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import secrets
+from collections.abc import Sequence
+
+from engine.errors import TogError, UnknownEntityError
+from engine.graph import Correction, Fact, KnowledgeGraph, RunTree, local_name
+from engine.linking import resolve
+
+RATINGS = ("good", "bad")
+_IRI = re.compile(r"^<?[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"]+>?$")
+
+
+class CorrectionError(TogError):
+    """A correction or feedback that cannot be applied (nothing is changed)."""
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _iri(text: str) -> str | None:
+    text = text.strip()
+    if _IRI.match(text):
+        return text[1:-1] if text.startswith("<") else text
+    return None
+
+
+def _entities(kg: KnowledgeGraph, text: str, what: str) -> list[str]:
+    """The entity ids ``text`` may mean (an IRI, or every entity of that name)."""
+    iri = _iri(text)
+    if iri is not None:
+        if not kg.has_entity(iri):
+            raise CorrectionError(f"{what} {text!r} is not in the KG")
+        return [iri]
+    try:
+        ids = [n.id for n in resolve(kg, [text])]
+    except UnknownEntityError:
+        raise CorrectionError(f"{what} {text!r}: no entity with that name in the KG") from None
+    if len(ids) > 1:  # names that differ only in case or accents: an exact spelling wins
+        labels = kg.labels(ids)
+        exact = [i for i in ids if labels.get(i) == text.strip()]
+        ids = exact or ids
+    return ids
+
+
+def _one(ids: list[str], text: str, what: str) -> str:
+    if len(ids) > 1:
+        raise CorrectionError(f"{what} {text!r} names {len(ids)} entities ({', '.join(ids[:5])}); give the IRI")
+    return ids[0]
+
+
+def _relation(kg: KnowledgeGraph, text: str, subject: str, known: Sequence[str]) -> str:
+    iri = _iri(text)
+    if iri is not None:
+        return iri
+    want = " ".join(text.replace("_", " ").split()).casefold()
+    candidates = list(dict.fromkeys([*known, *(r.id for r in kg.relations([subject]).get(subject, [])
+                                               if r.direction == "out")]))
+    for rid in candidates:
+        if " ".join(local_name(rid).replace("_", " ").split()).casefold() == want:
+            return rid
+    raise CorrectionError(f"relation {text!r}: the subject has no relation of that name; give its IRI")
+
+
+def _objects(kg: KnowledgeGraph, text: str) -> list[str]:
+    text = text.strip()
+    if text.startswith('"'):
+        from engine.backends.oxigraph import literal_from_id
+
+        try:
+            return [str(literal_from_id(text))]
+        except (SyntaxError, ValueError, StopIteration):
+            raise CorrectionError(f"object {text!r} is not an N-Triples literal") from None
+    return _entities(kg, text, "object")
+
+
+def parse_fact(kg: KnowledgeGraph, text: str, known_relations: Sequence[str] = (), existing: bool = False) -> Fact:
+    """``subject|relation|object`` -> (subject IRI, relation IRI, object id).
+
+    A name that several entities share is narrowed to the exact spelling,
+    and for a fact that must exist (``existing``) to the entities it holds for."""
+    parts = text.split("|")
+    if len(parts) != 3 or not all(p.strip() for p in parts):
+        raise CorrectionError(f"{text!r} is not a fact; write it as SUBJECT|RELATION|OBJECT")
+    subjects = _entities(kg, parts[0], "subject")
+    objects = _objects(kg, parts[2])
+    if existing and (len(subjects) > 1 or len(objects) > 1):
+        held = [(s, o) for s in subjects for o in objects
+                if kg.has_fact((s, _relation(kg, parts[1], s, known_relations), o))]
+        if len(held) == 1:
+            subjects, objects = [held[0][0]], [held[0][1]]
+    subject = _one(subjects, parts[0], "subject")
+    return subject, _relation(kg, parts[1], subject, known_relations), _one(objects, parts[2], "object")
+
+
+def _needs(kg: KnowledgeGraph) -> None:
+    if "corrections" not in kg.capabilities:
+        raise CorrectionError("this store cannot record corrections")
+
+
+def correct(kg: KnowledgeGraph, remove: Sequence[str], add: Sequence[str], reason: str,
+            run: str | None = None) -> Correction:
+    """Apply one correction; every fact is checked before anything changes."""
+    _needs(kg)
+    if not reason or not reason.strip():
+        raise CorrectionError("say why: --reason TEXT")
+    if not remove and not add:
+        raise CorrectionError("nothing to correct: give --remove and/or --add")
+    if run is not None:
+        kg.run(run)  # UnknownRunError for a run that is not here
+    removed = [parse_fact(kg, f, existing=True) for f in remove]
+    for fact, text in zip(removed, remove):
+        if not kg.has_fact(fact):
+            raise CorrectionError(f"{text!r} is not a fact in the KG; nothing was changed")
+    added = [parse_fact(kg, f, [r for _, r, _ in removed]) for f in add]
+    if set(removed) & set(added):
+        raise CorrectionError("the same fact is removed and added")
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    c = Correction(id=f"c{stamp}-{secrets.token_hex(2)}", created=_now(), reason=reason.strip(), run=run,
+                   removed=list(dict.fromkeys(removed)), added=list(dict.fromkeys(added)))
+    return kg.apply_correction(c)
+
+
+def find(kg: KnowledgeGraph, correction_id: str) -> Correction:
+    _needs(kg)
+    for c in kg.corrections():
+        if c.id == correction_id:
+            return c
+    raise CorrectionError(f"no correction {correction_id!r} (see `tog corrections list`)")
+
+
+def revert(kg: KnowledgeGraph, correction_id: str) -> Correction:
+    """Undo a correction exactly: its added facts go, its removed facts return."""
+    c = find(kg, correction_id)
+    if c.status == "reverted":
+        raise CorrectionError(f"correction {correction_id} was reverted already ({c.reverted})")
+    later = [o for o in kg.corrections() if o.status == "active" and o.created > c.created
+             and (set(o.removed) & set(c.added) or set(o.added) & set(c.removed))]
+    if later:
+        raise CorrectionError(f"correction {later[0].id} changed the same facts later; revert it first")
+    return kg.revert_correction(c, _now())
+
+
+def add_feedback(kg: KnowledgeGraph, run_id: str, rating: str, comment: str | None = None) -> dict:
+    if rating not in RATINGS:
+        raise CorrectionError(f"rating must be one of {', '.join(RATINGS)}")
+    entry = {"at": _now(), "rating": rating}
+    if comment:
+        entry["comment"] = comment
+    kg.add_feedback(run_id, entry)
+    return entry
+
+
+def corrected_paths(kg: KnowledgeGraph, tree: RunTree) -> dict[str, str]:
+    """{path id: correction id} for the run's hops that use a fact an active
+    correction added."""
+    if "corrections" not in kg.capabilities:
+        return {}
+    added = {f: c.id for c in kg.corrections() if c.status == "active" for f in c.added}
+    if not added:
+        return {}
+    by_id = {p.id: p for p in tree.paths}
+    out = {}
+    for p in tree.paths:
+        parent = by_id.get(p.parent) if p.parent else None
+        if parent is None or p.relation is None:
+            continue
+        fact = (parent.entity, p.relation, p.entity) if p.direction != "in" else (p.entity, p.relation, parent.entity)
+        if fact in added:
+            out[p.id] = added[fact]
+    return out

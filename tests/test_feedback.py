@@ -1,0 +1,215 @@
+"""The outer loop on both backends: feedback, corrections with provenance and
+exact undo, the next answer changing, and pictures of runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import METAQA
+from test_backends import edges as edge_count
+
+from engine.backends import open_store
+
+
+def kg_call(store, fn):
+    """``fn(kg)`` on the store, closed again (an embedded store opens once at a time)."""
+    with open_store(str(store)) as kg:
+        return fn(kg)
+
+QUESTION = "who directed [Quiz Show]"
+WRONG = "Quiz Show|directed_by|Robert Redford"
+RIGHT = "Quiz Show|directed_by|Mike Newell"
+
+
+@pytest.fixture
+def sample(store_spec, tog):
+    assert tog("load", METAQA / "kb.txt", "--store", store_spec).exit_code == 0
+    return store_spec
+
+
+def answer(tog, store) -> tuple[list[str], str]:
+    result = tog("ask", QUESTION, "--store", store, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    return data["answer"], data["run"]
+
+
+def test_a_correction_changes_the_next_answer_and_revert_undoes_it(sample, tog):
+    before, run = answer(tog, sample)
+    assert before == ["Robert Redford"]
+    edges = kg_call(sample, edge_count)
+    done = tog("correct", "--remove", WRONG, "--add", RIGHT, "--run", run, "--reason", "checked the credits",
+               "--store", sample)
+    assert done.exit_code == 0, done.output
+    cid = re.search(r"correction (\S+):", done.output).group(1)
+    after, run2 = answer(tog, sample)
+    assert after == ["Mike Newell"]
+    trace = tog("runs", "show", run2, "--store", sample).output
+    assert re.search(rf"--directed by--> Mike Newell .*\*answer\s+\[corrected: {cid}\]", trace), trace
+    listed = json.loads(tog("corrections", "list", "--json", "--store", sample).output)
+    (c,) = listed
+    assert c["id"] == cid and c["reason"] == "checked the credits" and c["run"] == run and c["status"] == "active"
+    assert [f[2] for f in c["removed"]] == ["urn:tog:e:Robert%20Redford"]  # what was there before
+    assert [f[2] for f in c["added"]] == ["urn:tog:e:Mike%20Newell"] and c["created"]
+    assert kg_call(sample, edge_count) == edges
+
+    undone = tog("corrections", "revert", cid, "--store", sample)
+    assert undone.exit_code == 0, undone.output
+    assert answer(tog, sample)[0] == ["Robert Redford"]
+    assert kg_call(sample, edge_count) == edges
+    assert not kg_call(sample, lambda kg: kg.has_fact(
+        ("urn:tog:e:Quiz%20Show", "urn:tog:r:directed_by", "urn:tog:e:Mike%20Newell")))
+    assert json.loads(tog("corrections", "list", "--json", "--store", sample).output)[0]["status"] == "reverted"
+    again = tog("corrections", "revert", cid, "--store", sample)
+    assert again.exit_code == 1 and "reverted already" in again.output
+
+
+def test_adding_a_fact_that_is_there_is_undone_exactly(sample, tog):
+    fact = ("urn:tog:e:Quiz%20Show", "urn:tog:r:release_year", "urn:tog:e:1994")
+    assert kg_call(sample, lambda kg: kg.has_fact(fact))
+    done = tog("correct", "--add", "Quiz Show|release_year|1994", "--add",
+               'Quiz Show|urn:tog:r:note|"seen twice"@en', "--reason", "r", "--store", sample)
+    assert done.exit_code == 0 and "1 added, 1 already there" in done.output, done.output
+    literal = ("urn:tog:e:Quiz%20Show", "urn:tog:r:note", '"seen twice"@en')
+    assert kg_call(sample, lambda kg: kg.has_fact(literal))
+    cid = re.search(r"correction (\S+):", done.output).group(1)
+    assert tog("corrections", "revert", cid, "--store", sample).exit_code == 0
+    assert kg_call(sample, lambda kg: kg.has_fact(fact) and not kg.has_fact(literal))  # what was there stays
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--remove", "Quiz Show|directed_by|Mike Newell"], "is not a fact in the KG"),
+    (["--remove", "Quiz Show|directed_by"], "is not a fact; write it as SUBJECT|RELATION|OBJECT"),
+    (["--add", "Nobody Known|directed_by|Mike Newell"], "no entity with that name"),
+    (["--add", "Quiz Show|produced_by|Mike Newell"], "has no relation of that name"),
+    (["--add", 'Quiz Show|directed_by|"unterminated'], "is not an N-Triples literal"),
+    (["--remove", WRONG, "--add", RIGHT, "--run", "no-such-run"], "no run 'no-such-run'"),
+    (["--reason", "   "], "say why"),
+])
+def test_bad_corrections_are_one_line_and_change_nothing(sample, tog, args, message):
+    edges = kg_call(sample, edge_count)
+    if "--reason" not in args:
+        args = [*args, "--reason", "because"]
+    result = tog("correct", *args, "--store", sample)
+    assert result.exit_code == 1 and message in result.output, result.output
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
+    assert kg_call(sample, lambda kg: (edge_count(kg), kg.corrections())) == (edges, [])
+
+
+def test_feedback_is_kept_with_the_run(sample, tog):
+    _, run = answer(tog, sample)
+    assert tog("feedback", run, "--rating", "bad", "--comment", "wrong director", "--store", sample).exit_code == 0
+    assert tog("feedback", "last", "--rating", "good", "--store", sample).exit_code == 0
+    shown = tog("runs", "show", run, "--json", "--store", sample)
+    feedback = json.loads(shown.output)["run"]["feedback"]
+    assert [(f["rating"], f.get("comment")) for f in feedback] == [("bad", "wrong director"), ("good", None)]
+    assert "feedback: bad" in tog("runs", "show", run, "--store", sample).output
+    missing = tog("feedback", "no-such-run", "--rating", "good", "--store", sample)
+    assert missing.exit_code == 1 and "no run 'no-such-run'" in missing.output
+    assert tog("feedback", run, "--rating", "meh", "--store", sample).exit_code == 2
+
+
+def test_pictures_show_kept_pruned_cited_and_corrected(sample, tog, tmp_path):
+    _, run = answer(tog, sample)
+    tog("correct", "--remove", WRONG, "--add", RIGHT, "--run", run, "--reason", "r", "--store", sample)
+    _, run = answer(tog, sample)
+    mermaid = tog("runs", "show", run, "--format", "mermaid", "--store", sample).output
+    assert mermaid.startswith("flowchart LR") and ':::keptAnswer' in mermaid and ":::pruned" in mermaid
+    assert re.search(r'==>\|"directed by \[corrected c\S+\]"\| n\d+', mermaid)
+    svg = tog("runs", "show", run, "--format", "svg", "--store", sample).output
+    assert svg.lstrip().startswith("<svg") and 'class="node kept answer"' in svg and 'class="node pruned"' in svg
+    assert "stroke-dasharray" in svg  # the corrected hop
+    page = tmp_path / "run.html"
+    assert tog("runs", "show", run, "--format", "html", "-o", page, "--store", sample).exit_code == 0
+    text = page.read_text(encoding="utf-8")
+    assert "<b>Mike Newell</b>" in text and "Quiz Show → directed by → Mike Newell" in text
+    assert "<script" not in text and not re.search(r"(src|href)=\"?https?:", text)  # standalone
+    assert re.findall(r"https?://[^\s\"'<>]+", text) == ["http://www.w3.org/2000/svg"]
+
+
+def test_eval_writes_an_html_report_with_run_pictures(sample, tog, tmp_path):
+    report = tmp_path / "report.html"
+    result = tog("eval", METAQA / "questions.jsonl", "--store", sample, "--out", tmp_path / "r.jsonl",
+                 "--limit", "5", "--report", report)
+    assert result.exit_code == 0, result.output
+    text = report.read_text(encoding="utf-8")
+    assert "Hits@1" in text and text.count("<tr class=") == 5
+    links = re.findall(r'href="([^"]+)"', text)
+    assert len(links) == 5 and all((tmp_path / link).is_file() for link in links)
+    assert 'id="types"' in text
+
+
+@pytest.mark.neo4j
+def test_corrections_are_visible_in_neo4j(neo4j_store, tog):
+    assert tog("load", METAQA / "kb.txt", "--store", neo4j_store).exit_code == 0
+    _, run = answer(tog, neo4j_store)
+    done = tog("correct", "--remove", WRONG, "--add", RIGHT, "--run", run, "--reason", "r", "--store", neo4j_store)
+    cid = re.search(r"correction (\S+):", done.output).group(1)
+    kg = open_store(neo4j_store)
+    rows = kg.driver.execute_query(
+        "MATCH (c:TogCorrection {id: $id})-[:ABOUT]->(e:Entity), (c)-[:PROMPTED_BY]->(r:TogRun) "
+        "MATCH (e)-[x]->(o:Entity) WHERE x.tog_correction = $id RETURN e.name AS s, o.name AS o, r.id AS run",
+        id=cid).records
+    kg.close()
+    assert [(r["s"], r["o"], r["run"]) for r in rows] == [("Quiz Show", "Mike Newell", run)]
+
+
+def test_an_interrupted_correction_is_finished_on_the_next_access(tmp_path, tog):
+    from engine.graph import Correction
+
+    store = tmp_path / "store"
+    assert tog("load", METAQA / "kb.txt", "--store", store).exit_code == 0
+    kg = open_store(str(store))
+    fact = ("urn:tog:e:Quiz%20Show", "urn:tog:r:directed_by", "urn:tog:e:Mike%20Newell")
+    c = Correction("c1", "2026-01-01T00:00:00Z", "r", added=[fact], status="applying")
+    kg._save_correction(c)  # the record is written first; a crash here leaves the KG unchanged
+    assert not kg.has_fact(fact)
+    assert [x.status for x in kg.corrections()] == ["active"] and kg.has_fact(fact)
+    kg.close()
+
+
+def test_headless_chromium_renders_the_run_picture(tog, tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    if not chromium or sync_playwright is None:
+        if os.environ.get("TOG_REQUIRE_NEO4J"):  # CI installs both
+            pytest.fail("chromium and playwright are needed (apt-get install chromium; pip install -e '.[test]')")
+        pytest.skip("needs chromium and playwright")
+    sample = tmp_path / "store"
+    assert tog("load", METAQA / "kb.txt", "--store", sample).exit_code == 0
+    asked = tog("ask", "who directed the films written by [Paul Attanasio]", "--store", sample, "--json")
+    answer_names = json.loads(asked.output)["answer"]
+    assert answer_names == ["Mike Newell", "Robert Redford"]
+    page_file = tmp_path / "run.html"
+    assert tog("runs", "show", "last", "--format", "html", "-o", page_file, "--store", sample).exit_code == 0
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 760})
+            page.route("**/*", lambda route: route.abort() if not route.request.url.startswith("file:")
+                       else route.continue_())  # standalone: nothing from the network
+            page.goto(page_file.as_uri())
+            assert page.locator("#answer b").all_text_contents() == answer_names
+            cited = page.locator("#cited li").all_text_contents()
+            assert "Paul Attanasio → written by (of) → Quiz Show → directed by → Robert Redford" in cited
+            answer_nodes = page.locator("g.node.answer text").all_text_contents()
+            assert {"Paul Attanasio", "Quiz Show", "Robert Redford", "Mike Newell"} <= set(answer_nodes)
+            assert page.locator("g.node.pruned").count() > 0 and page.locator("g.node.kept").count() >= 1
+            box = page.locator("g.node.answer").last.bounding_box()
+            assert box and box["width"] > 50  # drawn, with a size
+            shot = tmp_path / "run-picture.png"
+            page.screenshot(path=str(shot), full_page=True)
+        finally:
+            browser.close()
+    if os.environ.get("TOG_SCREENSHOTS"):
+        target = Path(os.environ["TOG_SCREENSHOTS"])
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, target / shot.name)
