@@ -547,7 +547,7 @@ def runs_prune(store, older_than) -> None:
 @_fail_cleanly
 def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, **options) -> None:
     """Answer every question of FILE and score the answers (resumable)."""
-    from engine.evaluate import evaluate, read_questions
+    from engine.evaluate import evaluate, read_questions, topics_for
     from engine.runs import ask as ask_question
 
     questions = list(read_questions(file, types))
@@ -560,8 +560,8 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
         with _open(store) as kg:
 
             def answer_one(q):
-                r = ask_question(kg, q.question, pruner_obj, reasoner, config, q.topics, record=options["record"],
-                                 llm=llm)
+                r = ask_question(kg, q.question, pruner_obj, reasoner, config, topics_for(kg, q),
+                                 record=options["record"], llm=llm)
                 s = r.result.stats
                 row = {"prediction": r.result.answer.names, "from_kg": r.result.answer.from_kg, "run": r.run_id,
                        "paths": [p.verbalise() for p in r.result.supporting], "depth": s["depth"],

@@ -31,6 +31,7 @@ class Question:
     answers: list[str]
     topics: list[str] = field(default_factory=list)
     type: str | None = None
+    topic_names: dict[str, str] = field(default_factory=dict)  # topic IRI -> name (ToG's files)
 
 
 def read_questions(path: str | Path, types: str | Path | None = None) -> Iterator[Question]:
@@ -57,6 +58,9 @@ def read_questions(path: str | Path, types: str | Path | None = None) -> Iterato
     except (OSError, EOFError) as e:
         raise TogError(f"cannot read {path}: {e}") from e
     stem = path.name.split(".")[0]
+    if raw.lstrip().startswith("["):  # a JSON array: ToG's question files
+        yield from _tog_questions(path, raw, stem)
+        return
     for n, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
@@ -85,6 +89,69 @@ def read_questions(path: str | Path, types: str | Path | None = None) -> Iterato
             raise TogError(f"{path}:{n}: expected 'question<TAB>answer|answer'")
         yield Question(_line_id(stem, n, parts[0].strip()), parts[0].strip(), [a for a in parts[1].split("|") if a],
                        [], parts[2].strip() if len(parts) > 2 and parts[2].strip() else qtype)
+
+
+FREEBASE_NS = "http://rdf.freebase.com/ns/"
+WIKIDATA_ENTITY = "http://www.wikidata.org/entity/"
+
+
+def _tog_questions(path: Path, raw: str, stem: str) -> Iterator[Question]:
+    """Records of ToG's question files (cwq, WebQSP, WebQuestions, SimpleQA,
+    GrailQA, QALD-10): the question, the gold answers as names whatever their
+    shape, and the topic entities as Freebase / Wikidata IRIs (see
+    :func:`topics_for`, which falls back to their names)."""
+    try:
+        records = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise TogError(f"{path}: not a JSON array of questions ({e})") from e
+    for n, r in enumerate(records, start=1):
+        if not isinstance(r, dict):
+            raise TogError(f"{path}: record {n} is not an object")
+        question = r.get("question") or r.get("RawQuestion") or r.get("ProcessedQuestion")
+        if not isinstance(question, str) or not question.strip():
+            raise TogError(f"{path}: record {n} has no question")
+        topics: dict[str, str] = {}
+        for key, base in (("topic_entity", FREEBASE_NS), ("qid_topic_entity", WIKIDATA_ENTITY)):
+            for ident, name in (r.get(key) or {}).items():
+                topics[base + ident] = str(name)
+        qid = r.get("ID") or r.get("QuestionId") or r.get("qid") or r.get("id") or _line_id(stem, n, question)
+        qtype = r.get("compositionality_type") or r.get("level") or None
+        yield Question(str(qid), question.strip(), _gold(r), list(topics), qtype, topics)
+
+
+def _gold(r: dict) -> list[str]:
+    """Gold answers as names: a string, a list of strings, {id: name},
+    GrailQA's [{entity_name, answer_argument}], WebQSP's Parses[].Answers[]."""
+    found: list[str] = []
+
+    def add(item) -> None:
+        if isinstance(item, dict):
+            name = (item.get("entity_name") or item.get("EntityName") or item.get("answer_argument")
+                    or item.get("AnswerArgument"))
+            if name is None and item and all(isinstance(v, str) for v in item.values()):
+                found.extend(item.values())  # {qid: name}
+            elif name is not None:
+                found.append(str(name))
+        elif isinstance(item, list):
+            for x in item:
+                add(x)
+        elif item is not None and str(item).strip():
+            found.append(str(item).strip())
+
+    add(r.get("answers", r.get("answer")))
+    for parse in r.get("Parses") or []:
+        add(parse.get("Answers"))
+    return list(dict.fromkeys(found))
+
+
+def topics_for(kg, q: Question) -> list[str]:
+    """A question's topics for this store: the topic IRIs the KG holds (a
+    Freebase KG knows the mids, a Wikidata one the qids); when it holds none,
+    the topics' names, linked through the name index."""
+    if not q.topic_names:
+        return list(q.topics)
+    held = [t for t in q.topics if kg.has_entity(t)]
+    return held or list(dict.fromkeys(q.topic_names[t] for t in q.topics))
 
 
 def _line_id(stem: str, n: int, question: str) -> str:

@@ -295,3 +295,52 @@ def test_unreadable_question_files_are_clear_errors(tmp_path):
     odd.write_text('{"question": "q", "answers": {"a": 1}}\n', encoding="utf-8")
     with pytest.raises(TogError, match="answers"):
         list(read_questions(odd))
+
+
+# -- ToG's question files (shapes written here after the originals' fields) ---
+
+TOG_RECORDS = {
+    "cwq": {"ID": "WebQTest-1_abc", "compositionality_type": "composition", "question": "Who plays in Harbor Lights?",
+            "answer": "Bea Star", "topic_entity": {"m.film1": "Harbor Lights"}, "qid_topic_entity": {}},
+    "webqsp": {"QuestionId": "WebQTest-7", "RawQuestion": "who stars in harbor lights",
+               "Parses": [{"Answers": [{"AnswerType": "Entity", "AnswerArgument": "m.actor1",
+                                        "EntityName": "Bea Star"}]}],
+               "topic_entity": {"m.film1": "Harbor Lights"}},
+    "webquestions": {"url": "http://www.freebase.com/view/en/x", "question": "who acted in harbor lights?",
+                     "answers": ["Bea Star"], "topic_entity": {"m.film1": "Harbor Lights"},
+                     "qid_topic_entity": {"Q999": "Harbor Lights"}},
+    "simpleqa": {"topic_entity": {"m.film1": "Harbor Lights"}, "answer": "Bea Star",
+                 "question": "who is in harbor lights", "relation": "starring"},
+    "grailqa": {"qid": 2101, "question": "which actor is in harbor lights?", "level": "zero-shot",
+                "answer": [{"answer_type": "Entity", "answer_argument": "m.actor1", "entity_name": "Bea Star"}],
+                "topic_entity": {"m.film1": "Harbor Lights"}},
+    "qald": {"answer": {"Q5": "Bea Star"}, "question": "Who starred in Harbor Lights?",
+             "qid_topic_entity": {"Q999": "Harbor Lights"}},
+}
+
+
+@pytest.mark.parametrize("shape", sorted(TOG_RECORDS))
+def test_tog_question_files_are_read_with_their_answers_and_topics(tmp_path, shape):
+    path = tmp_path / f"{shape}.json"
+    path.write_text(json.dumps([TOG_RECORDS[shape]]), encoding="utf-8")
+    (q,) = read_questions(path)
+    assert q.answers == ["Bea Star"] and "arbor" in q.question
+    assert q.topics and all(t.startswith(("http://rdf.freebase.com/ns/", "http://www.wikidata.org/entity/"))
+                            for t in q.topics)
+    assert set(q.topic_names.values()) == {"Harbor Lights"}
+
+
+def test_tog_eval_uses_mids_when_the_kg_has_them_and_names_otherwise(tmp_path, tog, loaded_store):
+    path = tmp_path / "mixed.json.gz"
+    import gzip
+
+    records = [TOG_RECORDS["cwq"], TOG_RECORDS["qald"], TOG_RECORDS["grailqa"]]
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        json.dump(records, fh)
+    out = tmp_path / "out.jsonl"
+    result = tog("eval", path, "--store", loaded_store, "--out", out)
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in rows][0] == "WebQTest-1_abc" and not any(r.get("error") for r in rows)
+    assert all(r["prediction"][:1] == ["Bea Star"] for r in rows), rows  # qald: Q999 unknown -> by name
+    assert "composition" in result.output and "zero-shot" in result.output
