@@ -439,7 +439,10 @@ def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output) -> None
         if output is None:
             click.echo(picture)
         else:
-            output.write_text(picture, encoding="utf-8")
+            try:
+                output.write_text(picture, encoding="utf-8")
+            except OSError as e:
+                raise click.ClickException(f"cannot write {output}: {e.strerror or e}") from None
             click.echo(f"wrote {output}")
         return
     if as_cypher:
@@ -615,7 +618,10 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
 
             summary = evaluate(questions, answer_one, out, progress=progress, concurrency=concurrency)
             if report is not None:
-                _write_report(kg, report, out, summary, {q.id for q in questions})
+                try:
+                    _write_report(kg, report, out, summary, {q.id for q in questions})
+                except OSError as e:
+                    raise click.ClickException(f"cannot write the report {report}: {e.strerror or e}") from None
     finally:
         if llm is not None:
             llm.close()

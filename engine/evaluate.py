@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.errors import TogError
+from engine.errors import LLMError, StoreError, TogError
 from engine.graph import name_key
 
 
@@ -112,8 +112,11 @@ def _tog_questions(path: Path, raw: str, stem: str) -> Iterator[Question]:
             raise TogError(f"{path}: record {n} has no question")
         topics: dict[str, str] = {}
         for key, base in (("topic_entity", FREEBASE_NS), ("qid_topic_entity", WIKIDATA_ENTITY)):
-            for ident, name in (r.get(key) or {}).items():
-                topics[base + ident] = str(name)
+            found = r.get(key) or {}
+            if not isinstance(found, dict):
+                raise TogError(f"{path}: record {n}: {key!r} must map ids to names")
+            for ident, name in found.items():
+                topics[base + str(ident)] = str(name)
         qid = r.get("ID") or r.get("QuestionId") or r.get("qid") or r.get("id") or _line_id(stem, n, question)
         qtype = r.get("compositionality_type") or r.get("level") or None
         yield Question(str(qid), question.strip(), _gold(r), list(topics), qtype, topics)
@@ -140,7 +143,8 @@ def _gold(r: dict) -> list[str]:
 
     add(r.get("answers", r.get("answer")))
     for parse in r.get("Parses") or []:
-        add(parse.get("Answers"))
+        if isinstance(parse, dict):
+            add(parse.get("Answers"))
     return list(dict.fromkeys(found))
 
 
@@ -291,6 +295,8 @@ def _scored(q: Question, answer_one: Callable[[Question], dict]) -> dict:
     record = {"id": q.id, "question": q.question, "answers": q.answers, "type": q.type}
     try:
         got = answer_one(q)
+    except (LLMError, StoreError):
+        raise  # the model or the store is unusable: stop here; a re-run resumes with this question
     except TogError as e:
         got = {"prediction": [], "error": str(e)}
     preds = got.get("prediction", [])

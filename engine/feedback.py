@@ -40,7 +40,14 @@ def _now() -> str:
 def _iri(text: str) -> str | None:
     text = text.strip()
     if _IRI.match(text):
-        return text[1:-1] if text.startswith("<") else text
+        iri = text[1:-1] if text.startswith("<") else text
+        try:
+            import pyoxigraph as ox
+
+            ox.NamedNode(iri)
+        except ValueError as e:
+            raise CorrectionError(f"{text!r} is not a valid IRI ({e})") from None
+        return iri
     return None
 
 
@@ -104,8 +111,13 @@ def parse_fact(kg: KnowledgeGraph, text: str, known_relations: Sequence[str] = (
     subjects = _entities(kg, parts[0], "subject")
     objects = _objects(kg, parts[2])
     if existing and (len(subjects) > 1 or len(objects) > 1):
-        held = [(s, o) for s in subjects for o in objects
-                if kg.has_fact((s, _relation(kg, parts[1], s, known_relations), o))]
+        def holds(s: str, o: str) -> bool:
+            try:
+                return kg.has_fact((s, _relation(kg, parts[1], s, known_relations), o))
+            except CorrectionError:  # this subject has no such relation
+                return False
+
+        held = [(s, o) for s in subjects for o in objects if holds(s, o)]
         if len(held) == 1:
             subjects, objects = [held[0][0]], [held[0][1]]
     subject = _one(subjects, parts[0], "subject")
@@ -154,7 +166,7 @@ def revert(kg: KnowledgeGraph, correction_id: str) -> Correction:
     if c.status == "reverted":
         raise CorrectionError(f"correction {correction_id} was reverted already ({c.reverted})")
     later = [o for o in kg.corrections() if o.status == "active" and o.created > c.created
-             and (set(o.removed) & set(c.added) or set(o.added) & set(c.removed))]
+             and (set(o.removed) & set(c.added) or set(o.added) & set(c.removed) or set(o.kept) & set(c.added))]
     if later:
         raise CorrectionError(f"correction {later[0].id} changed the same facts later; revert it first")
     return kg.revert_correction(c, _now())

@@ -146,8 +146,11 @@ def mermaid(tree: RunTree, corrected: dict[str, str] | None = None) -> str:
     """The run's tree as a Mermaid flowchart (paste into any Mermaid viewer)."""
     nodes = _nodes(tree, corrected or {})
 
-    def q(text: str) -> str:
-        return text.replace('"', "#quot;")
+    def q(text: str) -> str:  # Mermaid's entity codes; a line break would end the statement
+        text = " ".join(text.split())
+        for ch, code in (("#", "#35;"), ("&", "#amp;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;")):
+            text = text.replace(ch, code)
+        return text
 
     ids = {n.id: f"n{i}" for i, n in enumerate(nodes)}
     lines = ["flowchart LR"]

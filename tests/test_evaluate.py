@@ -344,3 +344,17 @@ def test_tog_eval_uses_mids_when_the_kg_has_them_and_names_otherwise(tmp_path, t
     assert [r["id"] for r in rows][0] == "WebQTest-1_abc" and not any(r.get("error") for r in rows)
     assert all(r["prediction"][:1] == ["Bea Star"] for r in rows), rows  # qald: Q999 unknown -> by name
     assert "composition" in result.output and "zero-shot" in result.output
+
+
+@pytest.mark.parametrize("record,message", [
+    ({"question": "q", "topic_entity": ["m.1"]}, "must map ids to names"),
+    ({"answer": "a"}, "has no question"),
+    ("just text", "is not an object"),
+])
+def test_malformed_tog_records_are_clear_errors(tmp_path, record, message):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps([record]), encoding="utf-8")
+    with pytest.raises(TogError, match=message):
+        list(read_questions(path))
+    path.write_text(json.dumps([{"question": "q", "Parses": ["odd", {"Answers": [{"EntityName": "A"}]}]}]))
+    assert next(iter(read_questions(path))).answers == ["A"]

@@ -70,6 +70,7 @@ def test_a_correction_changes_the_next_answer_and_revert_undoes_it(sample, tog):
 
 
 def test_adding_a_fact_that_is_there_is_undone_exactly(sample, tog):
+    before = kg_call(sample, lambda kg: {k: v for k, v in kg.stats().items() if k != "runs"})
     fact = ("urn:tog:e:Quiz%20Show", "urn:tog:r:release_year", "urn:tog:e:1994")
     assert kg_call(sample, lambda kg: kg.has_fact(fact))
     done = tog("correct", "--add", "Quiz Show|release_year|1994", "--add",
@@ -80,6 +81,7 @@ def test_adding_a_fact_that_is_there_is_undone_exactly(sample, tog):
     cid = re.search(r"correction (\S+):", done.output).group(1)
     assert tog("corrections", "revert", cid, "--store", sample).exit_code == 0
     assert kg_call(sample, lambda kg: kg.has_fact(fact) and not kg.has_fact(literal))  # what was there stays
+    assert kg_call(sample, lambda kg: {k: v for k, v in kg.stats().items() if k != "runs"}) == before
 
 
 @pytest.mark.parametrize("args,message", [
@@ -90,6 +92,7 @@ def test_adding_a_fact_that_is_there_is_undone_exactly(sample, tog):
     (["--add", 'Quiz Show|directed_by|"unterminated'], "is not an N-Triples literal"),
     (["--remove", WRONG, "--add", RIGHT, "--run", "no-such-run"], "no run 'no-such-run'"),
     (["--reason", "   "], "say why"),
+    (["--add", "Quiz Show|http://ex/a{b}|Mike Newell"], "is not a valid IRI"),
 ])
 def test_bad_corrections_are_one_line_and_change_nothing(sample, tog, args, message):
     edges = kg_call(sample, edge_count)
@@ -213,3 +216,67 @@ def test_headless_chromium_renders_the_run_picture(tog, tmp_path):
         target = Path(os.environ["TOG_SCREENSHOTS"])
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, target / shot.name)
+
+
+def test_a_correction_that_a_later_one_relies_on_cannot_be_reverted_first(sample, tog):
+    first = tog("correct", "--add", RIGHT, "--reason", "one", "--store", sample)
+    second = tog("correct", "--add", RIGHT, "--reason", "two", "--store", sample)
+    assert "1 already there" in second.output
+    c1 = re.search(r"correction (\S+):", first.output).group(1)
+    refused = tog("corrections", "revert", c1, "--store", sample)
+    assert refused.exit_code == 1 and "revert it first" in refused.output
+    assert kg_call(sample, lambda kg: kg.has_fact(
+        ("urn:tog:e:Quiz%20Show", "urn:tog:r:directed_by", "urn:tog:e:Mike%20Newell")))
+
+
+def test_a_crash_between_two_records_or_during_a_revert_is_finished_on_open(tmp_path, tog):
+    from engine.graph import Correction
+
+    store = tmp_path / "store"
+    assert tog("load", METAQA / "kb.txt", "--store", store).exit_code == 0
+    fact = ("urn:tog:e:Quiz%20Show", "urn:tog:r:directed_by", "urn:tog:e:Robert%20Redford")
+    kg = open_store(str(store))
+    c = kg.apply_correction(Correction("c1", "2026-01-01T00:00:00Z", "r", removed=[fact]))
+    old = ox_record(kg, "c1")
+    c.status, c.reverted = "reverting", "2026-01-02T00:00:00Z"
+    kg.store.add(ox_quad(kg, c))  # the new record is in, the old one not yet out: a crash here
+    assert len(ox_record(kg, "c1", all_=True)) == 2 and old
+    kg.close()
+    kg = open_store(str(store))  # opening finishes the revert
+    assert [x.status for x in kg.corrections()] == ["reverted"] and kg.has_fact(fact)
+    kg.close()
+
+
+def ox_record(kg, cid, all_=False):
+    import pyoxigraph as ox
+
+    from engine.backends.oxigraph import CORRECTION_PREFIX, CORRECTIONS, _v
+
+    quads = list(kg.store.quads_for_pattern(ox.NamedNode(CORRECTION_PREFIX + cid), _v("record"), None, CORRECTIONS))
+    return quads if all_ else (quads[0] if quads else None)
+
+
+def ox_quad(kg, c):
+    import pyoxigraph as ox
+
+    from engine.backends.oxigraph import CORRECTION_PREFIX, CORRECTIONS, _v
+
+    return ox.Quad(ox.NamedNode(CORRECTION_PREFIX + c.id), _v("record"), ox.Literal(c.to_json()), CORRECTIONS)
+
+
+def test_pictures_escape_names_with_markup(tmp_path, tog):
+    kb = tmp_path / "kb.txt"
+    kb.write_text('Evil <script>alert(1)</script> & "Co"|directed_by|Mike #1\n', encoding="utf-8")
+    store = tmp_path / "store"
+    assert tog("load", kb, "--store", store).exit_code == 0
+    asked = tog("ask", 'who directed [Evil <script>alert(1)</script> & "Co"]', "--store", store)
+    assert asked.exit_code == 0, asked.output
+    page = tog("runs", "show", "last", "--format", "html", "--store", store).output
+    assert "<script" not in page and "&lt;script&gt;" in page
+    mermaid = tog("runs", "show", "last", "--format", "mermaid", "--store", store).output
+    assert "<script" not in mermaid and "#lt;script#gt;" in mermaid and "#35;1" in mermaid
+    svg = tog("runs", "show", "last", "--format", "svg", "--store", store).output
+    assert "<script" not in svg
+    bad = tog("runs", "show", "last", "--format", "html", "-o", tmp_path / "no" / "such" / "dir.html",
+              "--store", store)
+    assert bad.exit_code == 1 and "cannot write" in bad.output and "Traceback" not in bad.output

@@ -321,3 +321,15 @@ def test_the_embedding_pruner_ranks_by_similarity_through_litellm(tog, metaqa_sa
     assert data["answer"] == ["Robert Redford"] and data["stats"]["llm_calls"] >= 1
     missing = tog("ask", "who directed [Quiz Show]", "--store", metaqa_sample, "--pruner", "embedding")
     assert missing.exit_code == 2 and "--embedding-model" in missing.output
+
+
+def test_an_evaluation_stops_on_a_refused_model_and_resumes_later(tog, metaqa_sample, model, tmp_path):
+    out = tmp_path / "results.jsonl"
+    model.faults.append(("status", 401))
+    failed = tog("eval", METAQA / "questions.txt", "--store", metaqa_sample, "--out", out, "--limit", "3",
+                 "--model", MODEL, "--api-base", model.api_base, "--no-cache")
+    assert failed.exit_code == 1 and "refused the credentials" in failed.output and "Traceback" not in failed.output
+    assert not out.exists() or out.read_text() == ""  # nothing recorded as answered
+    done = _eval(tog, metaqa_sample, out, model, "--limit", "3", "--no-cache")
+    rows = _results(out)
+    assert len(rows) == 3 and not any(r.get("error") for r in rows) and "questions 3" in done.output

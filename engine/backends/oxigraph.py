@@ -120,6 +120,8 @@ class OxigraphGraph(ThreadMeter):
         self.seconds = 0.0
         self._name_predicates: tuple[str, ...] | None = None
         self._schema: dict[Relation, list[Relation]] = {}
+        if next(iter(self.store.quads_for_pattern(None, None, None, CORRECTIONS)), None) is not None:
+            self.corrections()  # finishes a correction a crash interrupted, before anything reads the KG
 
     # -- plumbing ---------------------------------------------------------
     def _query(self, text: str, **kwargs):
@@ -129,6 +131,11 @@ class OxigraphGraph(ThreadMeter):
         finally:
             self.lookups += 1
             self.seconds += time.perf_counter() - started
+
+    def _kg_query(self, text: str):
+        """A read of the knowledge graph (the SPARQL-endpoint backend sends these away)."""
+        return self._query(text)
+
 
     def close(self) -> None:
         try:
@@ -179,7 +186,7 @@ class OxigraphGraph(ThreadMeter):
         names = set(self.name_predicates)
         for part in chunks(iris, BATCH):
             values = render("relations", entities=_rows(part))
-            for row in self._query(values):
+            for row in self._kg_query(values):
                 pred = row["p"].value
                 if self.policy.allows(pred) and pred not in names:
                     out[row["e"].value].append(Relation(pred, row["dir"].value))
@@ -195,7 +202,7 @@ class OxigraphGraph(ThreadMeter):
                      if r.direction == direction and not e.startswith('"')]
             for part in chunks(pairs, BATCH):
                 text = render(f"expand_{direction}", pairs=_sparql_rows(part), names=_sparql_rows(names))
-                for row in self._query(text):
+                for row in self._kg_query(text):
                     key = (row["e"].value, Relation(row["p"].value, direction))
                     x = row["x"]
                     xid = literal_id(x) if isinstance(x, ox.Literal) else x.value
@@ -225,7 +232,7 @@ class OxigraphGraph(ThreadMeter):
         for part in chunks(pairs, BATCH):
             text = render("expand_out", pairs=_sparql_rows(part), names=_sparql_rows(names))
             rows: dict[tuple[str, str, str], list] = {}
-            for row in self._query(text):
+            for row in self._kg_query(text):
                 x = row["x"]
                 xid = literal_id(x) if isinstance(x, ox.Literal) else x.value
                 key = (row["e"].value, row["p"].value, xid)
@@ -264,7 +271,7 @@ class OxigraphGraph(ThreadMeter):
                 out[i] = literal_from_id(i).value
         for part in chunks(iris, BATCH):
             text = render("labels", entities=_rows(part), names=_sparql_rows(self._name_terms()))
-            rows = [(r["e"].value, r["np"].value, r["name"]) for r in self._query(text)]
+            rows = [(r["e"].value, r["np"].value, r["name"]) for r in self._kg_query(text)]
             out.update(self._pick_names(rows))
         return out
 
@@ -289,7 +296,7 @@ class OxigraphGraph(ThreadMeter):
         return False
 
     def stats(self) -> dict:
-        triples = self._query(sparql("count"))[0]["n"].value
+        triples = self._kg_query(sparql("count"))[0]["n"].value
         return {"triples": int(triples), "names": self.index.count(), "runs": len(self.runs())}
 
     # -- writing (used by loaders) -----------------------------------------
@@ -467,10 +474,14 @@ class OxigraphGraph(ThreadMeter):
         return next(iter(self.store.quads_for_pattern(q.subject, q.predicate, q.object, q.graph_name)), None) is not None
 
     def _save_correction(self, c: Correction) -> None:
+        """The new record goes in before the old one goes out, so a crash in
+        between leaves two records, of which readers take the furthest."""
         node = ox.NamedNode(CORRECTION_PREFIX + c.id)
+        record = ox.Literal(c.to_json())
+        self.store.add(ox.Quad(node, _v("record"), record, CORRECTIONS))
         for q in list(self.store.quads_for_pattern(node, _v("record"), None, CORRECTIONS)):
-            self.store.remove(q)
-        self.store.add(ox.Quad(node, _v("record"), ox.Literal(c.to_json()), CORRECTIONS))
+            if q.object != record:
+                self.store.remove(q)
 
     def _change(self, remove: Sequence[Fact], add: Sequence[Fact]) -> None:
         for fact in remove:
@@ -489,8 +500,13 @@ class OxigraphGraph(ThreadMeter):
         return c
 
     def corrections(self) -> list[Correction]:
-        out = [Correction.from_json(q.object.value)
-               for q in self.store.quads_for_pattern(None, _v("record"), None, CORRECTIONS)]
+        stage = {"applying": 0, "active": 1, "reverting": 2, "reverted": 3}
+        latest: dict[str, Correction] = {}
+        for q in self.store.quads_for_pattern(None, _v("record"), None, CORRECTIONS):
+            c = Correction.from_json(q.object.value)
+            if c.id not in latest or stage.get(c.status, 0) > stage.get(latest[c.id].status, 0):
+                latest[c.id] = c
+        out = list(latest.values())
         for c in out:
             if c.status == "applying":  # interrupted: finish it
                 self._change(c.removed, c.added)

@@ -1,0 +1,163 @@
+"""A remote SPARQL endpoint as the knowledge graph (ToG's Virtuoso with Freebase, say).
+
+``--store sparql+http://HOST:8890/sparql`` (or ``sparql+https://``; add
+``?default-graph-uri=IRI`` to restrict the default graph). The KG is read
+with the same batched queries as the embedded store (``sparql/*.rq``: one
+request per beam step, ``VALUES`` rows, full IRIs), each request on a fresh
+HTTP connection with JSON results: Virtuoso stalls about 49 ms on answers
+past ~32 KB over a reused connection. The endpoint is read-only for tog:
+runs (and their feedback) live in a local embedded store, by default
+``.tog/sparql-runs/<host>-<port>`` (``TOG_SPARQL_RUNS``). Corrections need a
+writable store and are refused here.
+
+Entity linking asks the endpoint for exact names (a key as written, in
+title case and in upper case; English and untagged): with a big endpoint,
+pass topic entities (``--topic``, or ToG's question files, whose mids are
+used as they are).
+
+Terms reach query text only through pyoxigraph's serialisation (the one
+escaping function of the embedded store); a SPARQL endpoint takes no
+parameters, so this is how values travel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from engine.backends.oxigraph import OxigraphGraph
+from engine.errors import StoreError
+from engine.graph import DEFAULT_POLICY, Node, RelationPolicy, local_name, name_key
+from engine.queries import render, sparql, sparql_values
+
+SCHEMES = ("sparql+http", "sparql+https")
+
+
+def is_sparql_uri(spec: str) -> bool:
+    return spec.split("://", 1)[0].lower() in SCHEMES if "://" in spec else False
+
+
+class _Row(dict):
+    def __missing__(self, key):
+        return None
+
+
+def _term(b: dict):
+    kind, value = b.get("type"), b.get("value", "")
+    if kind == "uri":
+        return ox.NamedNode(value)
+    if kind == "bnode":
+        return ox.BlankNode(value)
+    if b.get("xml:lang"):
+        return ox.Literal(value, language=b["xml:lang"])
+    if b.get("datatype"):
+        return ox.Literal(value, datatype=ox.NamedNode(b["datatype"]))
+    return ox.Literal(value)
+
+
+class SparqlGraph(OxigraphGraph):
+    """``KnowledgeGraph`` over a remote SPARQL endpoint; runs kept locally."""
+
+    capabilities = frozenset({"runs"})
+
+    def __init__(self, spec: str, *, runs: str | Path | None = None, policy: RelationPolicy = DEFAULT_POLICY,
+                 timeout: float = 60.0, retries: int = 2) -> None:
+        parts = urllib.parse.urlsplit(spec)
+        scheme = parts.scheme.split("+", 1)[1]
+        query = urllib.parse.parse_qs(parts.query)
+        self.graphs = query.get("default-graph-uri", [])
+        self.endpoint = urllib.parse.urlunsplit((scheme, parts.netloc, parts.path, "", ""))
+        self.timeout, self.retries = timeout, retries
+        where = runs or os.environ.get("TOG_SPARQL_RUNS") or (
+            Path(".tog") / "sparql-runs" / f"{parts.hostname}-{parts.port or 80}-"
+                                           f"{hashlib.sha1(spec.encode()).hexdigest()[:6]}")
+        super().__init__(where, create=True, policy=policy)
+        try:
+            self._remote("ASK { }")
+        except StoreError as e:
+            super().close()
+            raise StoreError(f"cannot reach the SPARQL endpoint at {self.endpoint}: {e}") from None
+
+    # -- transport ------------------------------------------------------------
+    def _remote(self, text: str) -> dict:
+        body = urllib.parse.urlencode([("query", text)] + [("default-graph-uri", g) for g in self.graphs]).encode()
+        request = urllib.request.Request(self.endpoint, data=body, method="POST", headers={
+            "Accept": "application/sparql-results+json", "Content-Type": "application/x-www-form-urlencoded",
+            "Connection": "close"})  # a fresh connection per request (see the module's note)
+        for attempt in range(self.retries + 1):
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    return json.loads(response.read().decode("utf-8"))
+            except urllib.error.HTTPError as e:
+                detail = e.read().decode("utf-8", "replace").strip().splitlines()[:2]
+                if e.code >= 500 and attempt < self.retries:
+                    time.sleep(0.5 * (2 ** attempt))
+                    continue
+                raise StoreError(f"the endpoint answered HTTP {e.code}: {' '.join(detail)[:300]}") from None
+            except (urllib.error.URLError, OSError, TimeoutError) as e:
+                if attempt < self.retries:
+                    time.sleep(0.5 * (2 ** attempt))
+                    continue
+                raise StoreError(f"{getattr(e, 'reason', e)}") from None
+            except ValueError as e:
+                raise StoreError(f"the endpoint's answer is not SPARQL JSON results ({e})") from None
+        raise StoreError("unreachable")  # pragma: no cover (the loop returns or raises)
+
+    def _kg_query(self, text: str):
+        started = time.perf_counter()
+        try:
+            data = self._remote(text)
+        except StoreError as e:
+            raise StoreError(f"SPARQL endpoint {self.endpoint}: {e}") from None
+        finally:
+            self.lookups += 1
+            self.seconds += time.perf_counter() - started
+        if "boolean" in data:
+            return bool(data["boolean"])
+        return [_Row({k: _term(v) for k, v in b.items()}) for b in data.get("results", {}).get("bindings", [])]
+
+    # -- what differs from the embedded store ---------------------------------
+    def has_entity(self, entity: str) -> bool:
+        try:
+            node = ox.NamedNode(entity)
+        except ValueError:
+            return False
+        return bool(self._kg_query(render("ask_entity", entity=sparql_values([(node,)]))))
+
+    def search_entities(self, keys: Sequence[str]) -> dict[str, list[Node]]:
+        keys = list(dict.fromkeys(k for k in keys if k))
+        if not keys:
+            return {}
+        rows = []
+        for key in keys:
+            for form in dict.fromkeys((key, key.title(), key.upper())):
+                rows += [(ox.Literal(form, language="en"),), (ox.Literal(form),)]
+        text = render("names_lookup", names=sparql_values(rows), predicates=sparql_values(self._name_terms()))
+        found: dict[str, list[str]] = {}
+        for r in self._kg_query(text):
+            key = name_key(r["name"].value)
+            if key in keys and r["e"].value not in found.setdefault(key, []):
+                found[key].append(r["e"].value)
+        names = self.labels([e for ents in found.values() for e in ents])
+        return {k: [Node(e, names.get(e, local_name(e))) for e in sorted(v)] for k, v in found.items()}
+
+    def stats(self) -> dict:
+        return {"endpoint": self.endpoint, "triples": int(self._kg_query(sparql("count"))[0]["n"].value),
+                "runs": len(self.runs())}
+
+    def set_name_predicates(self, predicates: Sequence[str]) -> None:
+        raise StoreError(f"the SPARQL endpoint {self.endpoint} is read-only for tog; load it with its own tools")
+
+    def bulk_load_ntriples(self, data, fmt=None) -> None:
+        self.set_name_predicates(())
+
+    bulk_extend = bulk_load_ntriples
