@@ -30,6 +30,7 @@ from conftest import (
     write_nt,
 )
 
+from engine.backends.oxigraph import OxigraphGraph
 from engine.errors import LoadError
 from engine.graph import Relation, name_key
 from loaders.load import load_file
@@ -559,3 +560,40 @@ def test_names_found_before_and_after_the_stash_limit_are_all_indexed(tmp_path, 
     found = g.search_entities([f"name {i}" for i in range(300)])
     assert sorted(found) == sorted(f"name {i}" for i in range(300))
     assert found["name 7"][0].id == f"{EX}n/e7"
+
+
+def test_a_plain_ntriples_file_loads_by_path_with_the_same_result_as_streaming(tmp_path, kg_file, monkeypatch):
+    """The native by-path load (whole file, names found in a thread) must
+    give what the streaming path gives: triples, names, linking."""
+    calls = []
+    real = OxigraphGraph.bulk_load_file
+
+    def spy(self, path):
+        calls.append(path)
+        return real(self, path)
+
+    monkeypatch.setattr(OxigraphGraph, "bulk_load_file", spy)
+    by_path, (r1,) = load_into(tmp_path / "a", kg_file)
+    streamed, (r2,) = load_into(tmp_path / "b", kg_file, segment_lines=3)  # too small a segment: streaming
+    assert calls == [kg_file]
+    assert (r1.triples, r1.lines, r1.names, r1.skipped) == (r2.triples, r2.lines, r2.names, r2.skipped)
+    assert by_path.stats() == streamed.stats()
+    keys = ["paul author", "harbor lights", "quiz game"]
+    assert by_path.search_entities(keys) == streamed.search_entities(keys)
+    again = load_file(by_path, kg_file)  # checkpointed as complete
+    assert again.already_complete and calls == [kg_file]
+    by_path.close()
+    streamed.close()
+
+
+def test_files_with_blank_nodes_or_bad_lines_leave_the_path_load(tmp_path, monkeypatch):
+    calls = []
+    real = OxigraphGraph.bulk_load_file
+    monkeypatch.setattr(OxigraphGraph, "bulk_load_file", lambda self, p: (calls.append(p), real(self, p)))
+    blank = write_nt(tmp_path / "blank.nt", ['_:x <http://ex.org/p> <http://ex.org/o> .'])
+    bad = write_nt(tmp_path / "bad.nt", ['<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .', 'oops',
+                                          '<http://ex.org/s> <http://ex.org/p> "v" .'])
+    g, (rb, rbad) = load_into(tmp_path / "store", blank, bad)
+    assert calls == [bad]  # blank nodes are renamed by the streaming path, never loaded by path
+    assert rb.triples == 1 and (rbad.triples, rbad.skipped) == (2, 1) and rbad.bad[0][0] == 2
+    g.close()

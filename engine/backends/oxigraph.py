@@ -305,6 +305,11 @@ class OxigraphGraph(ThreadMeter):
         Raises ``SyntaxError`` (and writes nothing) when a line is malformed."""
         self.store.bulk_load(data, fmt)
 
+    def bulk_load_file(self, path: Path) -> None:
+        """Load a plain N-Triples file by Oxigraph's own reader (it parses on
+        every core). Raises ``SyntaxError`` (and writes nothing) on a bad line."""
+        self.store.bulk_load(path=str(path), format=ox.RdfFormat.N_TRIPLES)
+
     def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
         self.store.bulk_extend(quads)
 
