@@ -288,6 +288,15 @@ def _lines(dump: Path, desc: str, progress: bool):
                 bar.close()
 
 
+def _touching(dump, desc, progress, levels):
+    """Parsed triples of the lines that touch an entity of the subset (bad lines were counted in pass 1)."""
+    for _, line in _lines(dump, desc, progress):
+        if touches(line, levels):
+            t = parse(line)
+            if t is not None:
+                yield t
+
+
 def _hop_pass(dump, hop, levels, keep, sink, report, max_errors, progress, total, count) -> None:
     for n, line in _lines(dump, f"pass {hop}/{total} (hop {hop})", progress):
         if count:
@@ -326,13 +335,7 @@ def _edge_pass(dump, edge, levels, keep, sink, work, report, progress, total) ->
     named: set[bytes] = set()
     side = work / "cvt-candidates.nt"
     with open(side, "wb") as aside:
-        for _, line in _lines(dump, f"pass {edge}/{total} (names, CVTs)", progress):
-            if not touches(line, levels):
-                continue
-            t = parse(line)
-            if t is None:
-                continue
-            s, p, o, okey = t
+        for s, p, o, okey in _touching(dump, f"pass {edge}/{total} (names, CVTs)", progress, levels):
             skey = _key(s)
             if skey is None or levels.get(skey) != edge or not o:
                 continue
@@ -355,13 +358,7 @@ def _edge_pass(dump, edge, levels, keep, sink, work, report, progress, total) ->
 
 
 def _name_pass(dump, last, levels, sink, report, progress, total) -> None:
-    for _, line in _lines(dump, f"pass {last}/{total} (names behind CVTs)", progress):
-        if not touches(line, levels):
-            continue
-        t = parse(line)
-        if t is None:
-            continue
-        s, p, o, _ = t
+    for s, p, o, _ in _touching(dump, f"pass {last}/{total} (names behind CVTs)", progress, levels):
         if p == NAME and o and levels.get(_key(s) or b"") == last:
             sink.write(b"<" + s + b"> <" + p + b"> " + o + b" .\n")
 
