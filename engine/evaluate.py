@@ -298,7 +298,7 @@ def _scored(q: Question, answer_one: Callable[[Question], dict]) -> dict:
     except (LLMError, StoreError):
         raise  # the model or the store is unusable: stop here; a re-run resumes with this question
     except TogError as e:
-        got = {"prediction": [], "error": str(e)}
+        got = {"prediction": [], "error": str(e), **getattr(e, "llm_usage", {})}
     preds = got.get("prediction", [])
     record.update(got)
     record["hit_lenient"] = bool(preds) and lenient_match(preds[0], q.answers)

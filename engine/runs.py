@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from engine.errors import QuestionError, StoreError, UnknownEntityError
+from engine.errors import QuestionError, StoreError, TogError, UnknownEntityError
 from engine.graph import KnowledgeGraph, Node, RunInfo, RunTree, relation_text
 from engine.linking import link, resolve
 from engine.pruning import Pruner
@@ -68,9 +68,20 @@ def ask(
     usage (calls, tokens, cost) added to the run's stats. The run is marked
     ``failed`` when the search raises; the error goes on.
     """
-    from engine.llm import Usage, tracking
+    from engine.llm import Usage
 
     usage = Usage()
+    try:
+        return _ask(kg, question, pruner, reasoner, config, topics, record, extra_config, llm, usage)
+    except TogError as e:
+        if llm is not None:  # what the question cost before it failed is not lost
+            e.llm_usage = usage.to_dict()
+        raise
+
+
+def _ask(kg, question, pruner, reasoner, config, topics, record, extra_config, llm, usage) -> AskResult:
+    from engine.llm import tracking
+
     with tracking(usage):
         if config.method in BASELINES:
             if not question or not question.strip():
@@ -96,6 +107,8 @@ def ask(
             if info is not None:
                 info.status = "failed"
                 info.finished = now()
+                if llm is not None:
+                    info.stats = usage.to_dict()
                 try:
                     kg.finish_run(info)
                 except StoreError:

@@ -253,11 +253,19 @@ def test_io_and_cot_ask_the_model_alone(tog, metaqa_sample, model):
     assert offline.exit_code == 2 and "--model" in offline.output
 
 
-def test_topics_the_name_index_misses_are_asked_of_the_llm(tog, metaqa_sample, model):
+def test_topics_the_name_index_misses_are_asked_of_the_llm(tog, metaqa_sample, model, tmp_path):
     result = tog("ask", "what do you know about zzyzx", "--store", metaqa_sample, "--model", MODEL,
                  "--api-base", model.api_base, "--no-cache", "--json")
     assert result.exit_code == 1 and "neither the name index nor the LLM" in result.output
     assert [r["body"]["messages"][0]["content"] for r in model.requests][0].startswith("You find the named")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"id": "z", "question": "what do you know about zzyzx", "answers": ["x"]}\n')
+    out = tmp_path / "out.jsonl"
+    done = tog("eval", questions, "--store", metaqa_sample, "--out", out, "--model", MODEL, "--api-base",
+               model.api_base, "--no-cache")
+    (row,) = _results(out)
+    assert row["error"] and row["llm_calls"] == 1  # the failed question's call is still counted
+    assert "LLM: 1 calls" in done.output
 
 
 def test_settings_come_from_a_config_file_and_the_environment(tog, metaqa_sample, model, tmp_path, monkeypatch):
