@@ -24,6 +24,7 @@ DEFAULT_NAME_PREDICATES: tuple[str, ...] = (
     "http://schema.org/name",
     "https://schema.org/name",
     "http://www.w3.org/2004/02/skos/core#prefLabel",
+    "http://www.w3.org/2004/02/skos/core#altLabel",  # aliases (Wikidata): linked, shown only without a label
 )
 # Entities and relations of delimited files (MetaQA, TSV) get IRIs in these
 # namespaces; the text after the prefix is the node or relation text, quoted.
@@ -38,10 +39,11 @@ class Relation:
 
     id: str
     direction: Direction = "out"
+    label: str | None = field(default=None, compare=False, hash=False)  # the KG's own name for it
 
     @property
     def text(self) -> str:
-        return relation_text(self.id)
+        return self.label or relation_text(self.id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -441,3 +441,20 @@ def test_offline_import_builds_the_same_database_as_an_online_load(neo4j_store, 
     assert launcher(launcher_env, "stop").returncode == 0
     refused = launcher(launcher_env, "import", out)
     assert refused.returncode != 0 and "--replace" in refused.stderr
+
+
+def test_relations_named_in_the_kg_are_shown_by_their_names(store_spec, tmp_path):
+    kb = write_nt(tmp_path / "wd.nt", [
+        '<http://www.wikidata.org/entity/Q1> <http://www.w3.org/2000/01/rdf-schema#label> "Ada Example"@en .',
+        '<http://www.wikidata.org/entity/Q2> <http://www.w3.org/2000/01/rdf-schema#label> "Testville"@en .',
+        '<http://www.wikidata.org/entity/Q1> <http://www.wikidata.org/prop/direct/P19> '
+        '<http://www.wikidata.org/entity/Q2> .',
+        '<http://www.wikidata.org/prop/direct/P19> <http://www.w3.org/2000/01/rdf-schema#label> "place of birth"@en .',
+    ])
+    kg = open_spec(store_spec, create=True)
+    load_file(kg, kb)
+    (rel,) = kg.relations(["http://www.wikidata.org/entity/Q1"])["http://www.wikidata.org/entity/Q1"]
+    assert rel.text == "place of birth" and rel == Relation("http://www.wikidata.org/prop/direct/P19", "out")
+    result = _ask(kg, "what is the place of birth of [Ada Example]")
+    assert result.result.answer.names == ["Testville"]
+    assert [p.verbalise() for p in result.result.supporting] == ["Ada Example -> place of birth -> Testville"]

@@ -100,6 +100,19 @@ def look_through(
     return out
 
 
+def label_relations(kg, found: dict[str, list[Relation]], cache: dict[str, str | None]) -> None:
+    """Give the relations in ``found`` the names the KG has for them (a
+    Wikidata subset names ``wdt:P19`` "place of birth"); one batched label
+    lookup for the relations not seen before, remembered in ``cache``."""
+    new = sorted({r.id for rels in found.values() for r in rels if r.id not in cache})
+    if new:
+        names = kg.labels(new)
+        for rid in new:
+            cache[rid] = names.get(rid)
+    for e, rels in found.items():
+        found[e] = [Relation(r.id, r.direction, cache.get(r.id)) for r in rels]
+
+
 class ThreadMeter:
     """``lookups`` and ``seconds`` (KG work) counted per thread, so questions
     answered in parallel (``tog eval --concurrency``) each see their own."""

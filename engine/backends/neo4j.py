@@ -35,6 +35,7 @@ from engine.backends.common import (
     Found,
     ThreadMeter,
     chunks,
+    label_relations,
     lang_rank,
     look_through,
     natural,
@@ -162,6 +163,7 @@ class Neo4jGraph(ThreadMeter, PendingWrites):
         self.seconds = 0.0
         self._nx = nx
         self._schema: dict[Relation, list[Relation]] = {}
+        self._relation_labels: dict[str, str | None] = {}
         self._name_predicates: tuple[str, ...] | None = None
         self._pending: list[ox.Quad] = []
         self._pending_names: list[tuple[str, str, str]] = []
@@ -265,6 +267,7 @@ class Neo4jGraph(ThreadMeter, PendingWrites):
                     out[row["e"]].append(Relation(pred, row["dir"]))
         for rels in out.values():
             rels.sort(key=lambda r: (r.id, r.direction))
+        label_relations(self, out, self._relation_labels)
         return out
 
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100) -> list[Candidate]:

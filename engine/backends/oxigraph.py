@@ -39,6 +39,7 @@ from engine.backends.common import (
     Found,
     ThreadMeter,
     chunks,
+    label_relations,
     lang_rank,
     look_through,
     natural,
@@ -120,6 +121,7 @@ class OxigraphGraph(ThreadMeter):
         self.seconds = 0.0
         self._name_predicates: tuple[str, ...] | None = None
         self._schema: dict[Relation, list[Relation]] = {}
+        self._relation_labels: dict[str, str | None] = {}
         if next(iter(self.store.quads_for_pattern(None, None, None, CORRECTIONS)), None) is not None:
             self.corrections()  # finishes a correction a crash interrupted, before anything reads the KG
 
@@ -192,6 +194,7 @@ class OxigraphGraph(ThreadMeter):
                     out[row["e"].value].append(Relation(pred, row["dir"].value))
         for rels in out.values():
             rels.sort(key=lambda r: (r.id, r.direction))
+        label_relations(self, out, self._relation_labels)
         return out
 
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100) -> list[Candidate]:
