@@ -297,35 +297,31 @@ def extract() -> None:
     """Cut the subset a question set needs out of a big dump (streaming, resumable)."""
 
 
-@extract.command("freebase")
-@click.argument("dump", type=click.Path(path_type=Path))
-@click.option("--seed", "seeds", multiple=True, required=True, metavar="MID|FILE",
-              help="Seed entity (m.0abc, ns:m.0abc or its IRI), or a file of them, or a ToG question "
-                   "file (its topic entities); repeatable.")
-@click.option("--hops", type=click.IntRange(1, 6), default=2, show_default=True, help="Hops around the seeds.")
-@click.option("--domain", "domains", multiple=True, metavar="DOMAIN",
-              help="Keep only relations of these Freebase domains (film, people, ...); repeatable.")
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True,
-              help="The subset as an N-Triples file.")
-@click.option("--store", "load_into", default=None,
-              help="Also load the subset into this store (directory or neo4j:// URI).")
-@click.option("--max-errors", type=click.IntRange(0), default=1000, show_default=True,
-              help="Stop after this many malformed lines.")
-@click.option("--progress/--no-progress", default=None, help="Progress bars (default: when stderr is a terminal).")
-@_fail_cleanly
-def extract_freebase(dump, seeds, hops, domains, out, load_into, max_errors, progress) -> None:
-    """Write the seeds' K-hop neighbourhood in the Freebase DUMP to --out.
+def _extract_options(fn):
+    options = [
+        click.argument("dump", type=click.Path(path_type=Path)),
+        click.option("--hops", type=click.IntRange(1, 6), default=2, show_default=True, help="Hops around the seeds."),
+        click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True,
+                     help="The subset as an N-Triples file."),
+        click.option("--store", "load_into", default=None,
+                     help="Also load the subset into this store (directory or neo4j:// URI)."),
+        click.option("--max-errors", type=click.IntRange(0), default=1000, show_default=True,
+                     help="Stop after this many malformed lines."),
+        click.option("--progress/--no-progress", default=None,
+                     help="Progress bars (default: when stderr is a terminal)."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
 
-    One streaming pass over the dump per hop plus two (names, CVTs);
-    re-running the same command after a kill resumes after the last
-    finished pass.
-    """
+
+def _run_extract(profile, dump, seeds, hops, domains, out, load_into, max_errors, progress) -> None:
     from loaders.freebase import extract as run, read_seeds
 
     if progress is None:
         progress = sys.stderr.isatty()
-    report = run(dump, read_seeds(seeds), out, hops=hops, domains=domains, max_errors=max_errors,
-                 progress=progress)
+    report = run(dump, read_seeds(seeds, profile), out, hops=hops, domains=domains, max_errors=max_errors,
+                 progress=progress, profile=profile)
     resumed = f", {report.passes_skipped} passes done before" if report.passes_skipped else ""
     click.echo(f"{out}: {report.written:,} triples, {report.entities:,} entities from {report.lines:,} dump lines "
                f"({report.skipped:,} malformed) in {report.seconds:.1f}s{resumed}")
@@ -334,6 +330,46 @@ def extract_freebase(dump, seeds, hops, domains, out, load_into, max_errors, pro
     if load_into:
         with _open(load_into, create=True) as kg:
             _load_files(kg, [out], "nt", None, max_errors, (), (), progress)
+
+
+@extract.command("freebase")
+@_extract_options
+@click.option("--seed", "seeds", multiple=True, required=True, metavar="MID|FILE",
+              help="Seed entity (m.0abc, ns:m.0abc or its IRI), or a file of them, or a ToG question "
+                   "file (its topic entities); repeatable.")
+@click.option("--domain", "domains", multiple=True, metavar="DOMAIN",
+              help="Keep only relations of these Freebase domains (film, people, ...); repeatable.")
+@_fail_cleanly
+def extract_freebase(dump, seeds, hops, domains, out, load_into, max_errors, progress) -> None:
+    """Write the seeds' K-hop neighbourhood in the Freebase DUMP to --out.
+
+    One streaming pass over the dump per hop plus two (names, CVTs);
+    re-running the same command after a kill resumes after the last
+    finished pass.
+    """
+    from loaders.freebase import FREEBASE
+
+    _run_extract(FREEBASE, dump, seeds, hops, domains, out, load_into, max_errors, progress)
+
+
+@extract.command("wikidata")
+@_extract_options
+@click.option("--seed", "seeds", multiple=True, required=True, metavar="QID|FILE",
+              help="Seed entity (Q42, wd:Q42 or its IRI), or a file of them, or a ToG question file "
+                   "(its qid_topic_entity); repeatable.")
+@click.option("--property", "domains", multiple=True, metavar="PID",
+              help="Keep only these properties (P19, P27, ...); repeatable.")
+@_fail_cleanly
+def extract_wikidata(dump, seeds, hops, domains, out, load_into, max_errors, progress) -> None:
+    """Write the seeds' K-hop neighbourhood in a Wikidata DUMP to --out.
+
+    The dump is the truthy N-Triples dump or the JSON dump (gz or bz2).
+    English labels and aliases are kept, and the labels of the properties
+    used; qualifiers are dropped. Resumes after a kill like `extract freebase`.
+    """
+    from loaders.freebase import WIKIDATA
+
+    _run_extract(WIKIDATA, dump, seeds, hops, domains, out, load_into, max_errors, progress)
 
 
 @cli.command()

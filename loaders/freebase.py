@@ -1,4 +1,9 @@
-"""Cut a subset out of a Freebase dump: seed entities plus k hops, streaming.
+"""Cut a subset out of a Freebase (or Wikidata) dump: seed entities plus k hops, streaming.
+
+A :class:`Profile` says what the dump's entities, names and relations look
+like: ``FREEBASE`` (below) and ``WIKIDATA`` (``wdt:`` relations only, labels
+and aliases as names, no CVTs, property labels written for the relations;
+``loaders.wikidata`` turns the JSON dump into such triples).
 
 The dump (``freebase-rdf-latest.gz``: one triple a line, full IRIs, tabs; or
 the ``ns:``-prefixed variants people make when filtering it) is read once per
@@ -39,7 +44,56 @@ from loaders.base import open_binary, raw_position
 NS = FREEBASE_NS.encode()
 NAME = NS + b"type.object.name"
 XSD = b"http://www.w3.org/2001/XMLSchema#"
+RDFS_LABEL = b"http://www.w3.org/2000/01/rdf-schema#label"
 STATE_VERSION = 1
+PROPERTY = 1 << 29  # the "hop" of a property whose label the subset needs (Wikidata)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What a dump's entities, names and relations look like."""
+
+    name: str
+    ns: bytes                            # entity namespace
+    prefix: bytes                        # its prefixed form in filtered dumps (ns:, wd:)
+    ids: tuple[bytes, ...]               # local ids that are entities
+    names: frozenset[bytes]              # predicates whose English literals name things
+    relations: bytes | None = None       # keep only relations in this namespace
+    look_through: bool = True            # unnamed edge nodes are CVTs (Freebase)
+    seed_key: str = "topic_entity"       # where ToG's question files keep this KG's ids
+
+    def iri(self, term: bytes) -> bytes | None:
+        """The IRI of ``<...>`` or a prefixed name (None for anything else)."""
+        if term.startswith(b"<") and term.endswith(b">"):
+            return term[1:-1]
+        if term.startswith(self.prefix):
+            return self.ns + term[len(self.prefix):]
+        return None
+
+    def key(self, iri: bytes) -> bytes | None:
+        """The short key of an entity (``m.0abc``, ``Q42``), None for other IRIs."""
+        if iri.startswith(self.ns):
+            local = iri[len(self.ns):]
+            if local.startswith(self.ids):
+                return local
+        return None
+
+    def quick_key(self, term: bytes) -> bytes | None:
+        """``key`` of a term without building its IRI."""
+        if term.startswith(b"<" + self.ns):
+            local = term[len(self.ns) + 1:-1]
+        elif term.startswith(self.prefix):
+            local = term[len(self.prefix):]
+        else:
+            return None
+        return local if local.startswith(self.ids) else None
+
+
+FREEBASE = Profile("freebase", NS, b"ns:", (b"m.", b"g."), frozenset({NAME}))
+WIKIDATA = Profile(
+    "wikidata", b"http://www.wikidata.org/entity/", b"wd:", (b"Q", b"P"),
+    frozenset({RDFS_LABEL, b"http://www.w3.org/2004/02/skos/core#altLabel", b"http://schema.org/name"}),
+    relations=b"http://www.wikidata.org/prop/direct/", look_through=False, seed_key="qid_topic_entity")
 
 
 @dataclass
@@ -52,24 +106,6 @@ class ExtractReport:
     passes_done: int = 0
     passes_skipped: int = 0
     seconds: float = 0.0
-
-
-def _iri(term: bytes) -> bytes | None:
-    """The IRI of ``<...>`` or ``ns:x`` (None for anything else)."""
-    if term.startswith(b"<") and term.endswith(b">"):
-        return term[1:-1]
-    if term.startswith(b"ns:"):
-        return NS + term[3:]
-    return None
-
-
-def _key(iri: bytes) -> bytes | None:
-    """The short key of a Freebase entity (``m.0abc``), None for other IRIs."""
-    if iri.startswith(NS):
-        local = iri[len(NS):]
-        if local.startswith((b"m.", b"g.")):
-            return local
-    return None
 
 
 def _literal(term: bytes) -> bytes | None:
@@ -92,7 +128,7 @@ def _literal(term: bytes) -> bytes | None:
     return term if not tail else None
 
 
-def parse(line: bytes) -> tuple[bytes, bytes, bytes, bytes | None] | None:
+def parse(line: bytes, prof: Profile = FREEBASE) -> tuple[bytes, bytes, bytes, bytes | None] | None:
     """(subject IRI, predicate IRI, object in N-Triples form, object key or
     None) of one dump line; None for a malformed line. A refused literal
     (another language) comes back with an empty object."""
@@ -108,46 +144,32 @@ def parse(line: bytes) -> tuple[bytes, bytes, bytes, bytes | None] | None:
         if not rest.endswith(b"."):
             return None
         rest = rest[:-1].rstrip()
-    s_iri, p_iri = _iri(s), _iri(p)
+    s_iri, p_iri = prof.iri(s), prof.iri(p)
     if s_iri is None or p_iri is None or not rest:
         return None
-    o_iri = _iri(rest)
+    o_iri = prof.iri(rest)
     if o_iri is not None:
-        return s_iri, p_iri, b"<" + o_iri + b">", _key(o_iri)
+        return s_iri, p_iri, b"<" + o_iri + b">", prof.key(o_iri)
     literal = _literal(rest)
     if literal is None:
         return None
     return s_iri, p_iri, literal, None
 
 
-_LT_NS = b"<" + NS
-
-
-def _quick_key(term: bytes) -> bytes | None:
-    """``_key`` of a term without building its IRI (``<ns…m.x>`` or ``ns:m.x``)."""
-    if term.startswith(_LT_NS):
-        local = term[len(_LT_NS):-1]
-    elif term.startswith(b"ns:"):
-        local = term[3:]
-    else:
-        return None
-    return local if local.startswith((b"m.", b"g.")) else None
-
-
-def touches(line: bytes, levels: dict[bytes, int]) -> bool:
+def touches(line: bytes, levels: dict[bytes, int], prof: Profile = FREEBASE) -> bool:
     """Might the line touch an entity of the subset?  A cheap test on
     tab-separated lines (the dump's own layout) before parsing them; other
     layouts are always parsed."""
     parts = line.split(b"\t", 3)
     if len(parts) < 3:
         return True
-    s, o = _quick_key(parts[0]), _quick_key(parts[2].rstrip(b" .\r\n"))
+    s, o = prof.quick_key(parts[0]), prof.quick_key(parts[2].rstrip(b" .\r\n"))
     return (s is not None and s in levels) or (o is not None and o in levels)
 
 
-def read_seeds(items: Iterable[str]) -> list[bytes]:
-    """Seed keys from mids / IRIs / ``ns:`` names, or files of them (one per
-    line), or ToG question files (their ``topic_entity`` mids)."""
+def read_seeds(items: Iterable[str], prof: Profile = FREEBASE) -> list[bytes]:
+    """Seed keys from ids (``m.0abc`` / ``Q42``), IRIs or prefixed names, or
+    files of them (one per line), or ToG question files (their topic ids)."""
     out: list[bytes] = []
     for item in items:
         path = Path(item)
@@ -159,36 +181,41 @@ def read_seeds(items: Iterable[str]) -> list[bytes]:
                     records = json.loads(text)
                 except json.JSONDecodeError as e:
                     raise LoadError(f"{path}: not a JSON array of questions ({e})") from None
-                values = [mid for r in records if isinstance(r, dict) for mid in (r.get("topic_entity") or {})]
+                values = [mid for r in records if isinstance(r, dict) for mid in (r.get(prof.seed_key) or {})]
             else:
                 values = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
         else:
             values = [item]
         for v in values:
             v = v.strip()
-            iri = _iri(v.encode()) or (NS + v.encode() if not v.startswith("http") else v.encode())
-            key = _key(iri)
+            iri = prof.iri(v.encode()) or (prof.ns + v.encode() if not v.startswith("http") else v.encode())
+            key = prof.key(iri)
             if key is None:
-                raise LoadError(f"seed {v!r} is not a Freebase mid (m.… or g.…)")
+                what = "a Freebase mid (m.… or g.…)" if prof is FREEBASE else f"a {prof.name} id"
+                raise LoadError(f"seed {v!r} is not {what}")
             out.append(key)
     if not out:
-        raise LoadError("no seed entities: give --seed MID or a file of mids or ToG questions")
+        raise LoadError("no seed entities: give --seed ID, a file of ids or ToG questions")
     return list(dict.fromkeys(out))
 
 
 class _Filter:
-    def __init__(self, policy: RelationPolicy, domains: Sequence[str]) -> None:
-        self.policy = policy
-        self.domains = tuple((NS + d.strip().strip(".").encode() + b".") for d in domains if d.strip())
+    def __init__(self, policy: RelationPolicy, domains: Sequence[str], prof: Profile) -> None:
+        self.policy, self.prof = policy, prof
+        base = prof.relations or prof.ns
+        sep = b"." if prof is FREEBASE else b""
+        self.domains = tuple(base + d.strip().strip(".").encode() + sep for d in domains if d.strip())
         self.cache: dict[bytes, bool] = {}
 
     def keeps(self, predicate: bytes) -> bool:
         ok = self.cache.get(predicate)
         if ok is None:
-            if predicate == NAME:
+            if predicate in self.prof.names:
                 ok = True
             else:
                 ok = self.policy.allows(predicate.decode("utf-8", "replace"))
+                if ok and self.prof.relations:
+                    ok = predicate.startswith(self.prof.relations)
                 if ok and self.domains:
                     ok = predicate.startswith(self.domains)
             self.cache[predicate] = ok
@@ -196,8 +223,10 @@ class _Filter:
 
 
 def extract(dump: Path, seeds: Sequence[bytes], out: Path, *, hops: int = 2, domains: Sequence[str] = (),
-            policy: RelationPolicy = DEFAULT_POLICY, max_errors: int = 1000, progress: bool = False) -> ExtractReport:
+            policy: RelationPolicy = DEFAULT_POLICY, max_errors: int = 1000, progress: bool = False,
+            profile: Profile = FREEBASE) -> ExtractReport:
     """Write the subset of ``dump`` around ``seeds`` to ``out`` (N-Triples)."""
+    prof = profile
     if not dump.is_file():
         raise LoadError(f"no such dump: {dump}")
     if hops < 1:
@@ -205,8 +234,8 @@ def extract(dump: Path, seeds: Sequence[bytes], out: Path, *, hops: int = 2, dom
     started = time.perf_counter()
     st = dump.stat()
     fingerprint = hashlib.sha1(json.dumps(
-        [STATE_VERSION, str(dump.resolve()), st.st_size, int(st.st_mtime), [s.decode() for s in seeds], hops,
-         sorted(domains)]).encode()).hexdigest()[:16]
+        [STATE_VERSION, prof.name, str(dump.resolve()), st.st_size, int(st.st_mtime), [s.decode() for s in seeds],
+         hops, sorted(domains)]).encode()).hexdigest()[:16]
     work = out.with_name(out.name + ".parts")
     state_file = work / "state.json"
     state = {}
@@ -227,18 +256,18 @@ def extract(dump: Path, seeds: Sequence[bytes], out: Path, *, hops: int = 2, dom
     else:
         for s in seeds:
             levels[s] = 1
-    keep = _Filter(policy, domains)
+    keep = _Filter(policy, domains, prof)
     total = hops + 2
     for number in range(done + 1, total + 1):
         part = work / f"pass-{number}.nt"
         tmp = part.with_suffix(".tmp")
         with open(tmp, "wb") as sink:
             if number <= hops:
-                _hop_pass(dump, number, levels, keep, sink, report, max_errors, progress, total, count=number == 1)
+                _hop_pass(dump, number, levels, keep, sink, report, max_errors, progress, total, number == 1, prof)
             elif number == hops + 1:
-                _edge_pass(dump, hops + 1, levels, keep, sink, work, report, progress, total)
+                _edge_pass(dump, hops + 1, levels, keep, sink, work, report, progress, total, prof)
             else:
-                _name_pass(dump, hops + 2, levels, sink, report, progress, total)
+                _name_pass(dump, hops + 2, levels, sink, report, progress, total, prof)
             sink.flush()
             os.fsync(sink.fileno())
         os.replace(tmp, part)
@@ -263,13 +292,27 @@ def extract(dump: Path, seeds: Sequence[bytes], out: Path, *, hops: int = 2, dom
         p.unlink()
     work.rmdir()
     report.written = written
-    report.entities = len(levels)
+    report.entities = sum(1 for v in levels.values() if v != PROPERTY)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _lines(dump: Path, desc: str, progress: bool):
-    """(line number, line) of the dump, with a progress bar over its bytes."""
+def _lines(dump: Path, desc: str, progress: bool, prof: Profile = FREEBASE):
+    """(line number, line) of the dump, with a progress bar over its bytes.
+    A Wikidata JSON dump's entity lines come out as N-Triples lines (see
+    ``loaders.wikidata``), each with its entity's line number."""
+    if prof is WIKIDATA:
+        from loaders.wikidata import is_json_dump, ntriples_of
+
+        if is_json_dump(dump):
+            for n, line in _raw_lines(dump, desc, progress):
+                for converted in ntriples_of(line):
+                    yield n, converted
+            return
+    yield from _raw_lines(dump, desc, progress)
+
+
+def _raw_lines(dump: Path, desc: str, progress: bool):
     bar = None
     if progress:
         from tqdm import tqdm
@@ -288,24 +331,24 @@ def _lines(dump: Path, desc: str, progress: bool):
                 bar.close()
 
 
-def _touching(dump, desc, progress, levels):
+def _touching(dump, desc, progress, levels, prof):
     """Parsed triples of the lines that touch an entity of the subset (bad lines were counted in pass 1)."""
-    for _, line in _lines(dump, desc, progress):
-        if touches(line, levels):
-            t = parse(line)
+    for _, line in _lines(dump, desc, progress, prof):
+        if touches(line, levels, prof):
+            t = parse(line, prof)
             if t is not None:
                 yield t
 
 
-def _hop_pass(dump, hop, levels, keep, sink, report, max_errors, progress, total, count) -> None:
-    for n, line in _lines(dump, f"pass {hop}/{total} (hop {hop})", progress):
+def _hop_pass(dump, hop, levels, keep, sink, report, max_errors, progress, total, count, prof) -> None:
+    for n, line in _lines(dump, f"pass {hop}/{total} (hop {hop})", progress, prof):
         if count:
             report.lines = n
         if not line.strip() or line.startswith(b"#"):
             continue
-        if not count and not touches(line, levels):
+        if not count and not touches(line, levels, prof):
             continue  # after the first pass (which counts malformed lines) skip cheaply
-        t = parse(line)
+        t = parse(line, prof)
         if t is None:
             if count:
                 report.skipped += 1
@@ -316,7 +359,7 @@ def _hop_pass(dump, hop, levels, keep, sink, report, max_errors, progress, total
                                     "raise --max-errors or fix the file")
             continue
         s, p, o, okey = t
-        skey = _key(s)
+        skey = prof.key(s)
         ls = levels.get(skey, 0) if skey is not None else 0
         lo = levels.get(okey, 0) if okey is not None else 0
         first = min(x for x in (ls, lo, 1 << 30) if x)
@@ -327,22 +370,24 @@ def _hop_pass(dump, hop, levels, keep, sink, report, max_errors, progress, total
             levels[skey] = hop + 1
         if okey is not None and not lo:
             levels[okey] = hop + 1
+        if prof.relations and p.startswith(prof.relations):
+            levels.setdefault(p[len(prof.relations):], PROPERTY)  # its label is needed
 
 
-def _edge_pass(dump, edge, levels, keep, sink, work, report, progress, total) -> None:
+def _edge_pass(dump, edge, levels, keep, sink, work, report, progress, total, prof) -> None:
     """Names of the entities at the subset's edge; the triples of the unnamed
     ones (CVTs) go to a side file and are written after the pass."""
     named: set[bytes] = set()
     side = work / "cvt-candidates.nt"
     with open(side, "wb") as aside:
-        for s, p, o, okey in _touching(dump, f"pass {edge}/{total} (names, CVTs)", progress, levels):
-            skey = _key(s)
+        for s, p, o, okey in _touching(dump, f"pass {edge}/{total} (names, CVTs)", progress, levels, prof):
+            skey = prof.key(s)
             if skey is None or levels.get(skey) != edge or not o:
                 continue
-            if p == NAME:
+            if p in prof.names:
                 named.add(skey)
                 sink.write(b"<" + s + b"> <" + p + b"> " + o + b" .\n")
-            elif keep.keeps(p) and (okey is None or levels.get(okey, 0) in (0, edge)):
+            elif prof.look_through and keep.keeps(p) and (okey is None or levels.get(okey, 0) in (0, edge)):
                 aside.write(skey + b"\t" + b"<" + s + b"> <" + p + b"> " + o + b" .\n")
     with open(side, "rb") as fh:
         for line in fh:
@@ -351,16 +396,23 @@ def _edge_pass(dump, edge, levels, keep, sink, work, report, progress, total) ->
                 continue  # a named entity at the edge: its own facts are beyond the k hops
             sink.write(triple)
             obj = triple.rsplit(b" ", 2)[-2]
-            okey = _key(obj[1:-1]) if obj.startswith(b"<") else None
+            okey = prof.key(obj[1:-1]) if obj.startswith(b"<") else None
             if okey is not None and okey not in levels:
                 levels[okey] = edge + 1
     side.unlink()
 
 
-def _name_pass(dump, last, levels, sink, report, progress, total) -> None:
-    for s, p, o, _ in _touching(dump, f"pass {last}/{total} (names behind CVTs)", progress, levels):
-        if p == NAME and o and levels.get(_key(s) or b"") == last:
+def _name_pass(dump, last, levels, sink, report, progress, total, prof) -> None:
+    """Names of what the CVTs point to; labels of the relations used (Wikidata:
+    ``wd:P19``'s label written for ``wdt:P19``, the relation in the triples)."""
+    for s, p, o, _ in _touching(dump, f"pass {last}/{total} (names behind CVTs, relations)", progress, levels, prof):
+        if p not in prof.names or not o:
+            continue
+        level = levels.get(prof.key(s) or b"")
+        if level == last:
             sink.write(b"<" + s + b"> <" + p + b"> " + o + b" .\n")
+        elif level == PROPERTY and p == RDFS_LABEL:
+            sink.write(b"<" + prof.relations + prof.key(s) + b"> <" + p + b"> " + o + b" .\n")
 
 
 def _save_levels(path: Path, levels: dict[bytes, int]) -> None:
