@@ -297,17 +297,19 @@ def extract(dump: Path, seeds: Sequence[bytes], out: Path, *, hops: int = 2, dom
     return report
 
 
-def _lines(dump: Path, desc: str, progress: bool, prof: Profile = FREEBASE):
+def _lines(dump: Path, desc: str, progress: bool, prof: Profile = FREEBASE, levels: dict | None = None):
     """(line number, line) of the dump, with a progress bar over its bytes.
     A Wikidata JSON dump's entity lines come out as N-Triples lines (see
-    ``loaders.wikidata``), each with its entity's line number."""
+    ``loaders.wikidata``), each with its entity's line number; given
+    ``levels``, lines that name none of its entities are skipped undecoded."""
     if prof is WIKIDATA:
-        from loaders.wikidata import is_json_dump, ntriples_of
+        from loaders.wikidata import is_json_dump, mentions, ntriples_of
 
         if is_json_dump(dump):
             for n, line in _raw_lines(dump, desc, progress):
-                for converted in ntriples_of(line):
-                    yield n, converted
+                if levels is None or mentions(line, levels):
+                    for converted in ntriples_of(line):
+                        yield n, converted
             return
     yield from _raw_lines(dump, desc, progress)
 
@@ -333,7 +335,7 @@ def _raw_lines(dump: Path, desc: str, progress: bool):
 
 def _touching(dump, desc, progress, levels, prof):
     """Parsed triples of the lines that touch an entity of the subset (bad lines were counted in pass 1)."""
-    for _, line in _lines(dump, desc, progress, prof):
+    for _, line in _lines(dump, desc, progress, prof, levels):
         if touches(line, levels, prof):
             t = parse(line, prof)
             if t is not None:
@@ -341,7 +343,7 @@ def _touching(dump, desc, progress, levels, prof):
 
 
 def _hop_pass(dump, hop, levels, keep, sink, report, max_errors, progress, total, count, prof) -> None:
-    for n, line in _lines(dump, f"pass {hop}/{total} (hop {hop})", progress, prof):
+    for n, line in _lines(dump, f"pass {hop}/{total} (hop {hop})", progress, prof, None if count else levels):
         if count:
             report.lines = n
         if not line.strip() or line.startswith(b"#"):

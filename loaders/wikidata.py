@@ -22,6 +22,7 @@ the engine shows ``place of birth``, not ``P19``.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from loaders.base import open_binary
@@ -34,6 +35,19 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 SKIPPED_TYPES = {"external-id", "commonsMedia", "url", "globe-coordinate", "geo-shape", "tabular-data",
                  "math", "musical-notation"}
 BAD = b"\x00not a Wikidata entity line\n"  # parse() rejects it: counted as a malformed line
+
+
+_IDS = re.compile(rb'"(?:id|numeric-id)":\s*"?([QP]?\d+)"?')
+
+
+def mentions(line: bytes, levels: dict[bytes, int]) -> bool:
+    """Does a JSON entity line name an entity in ``levels`` (as itself or a
+    value)? A regular expression, so most lines are never decoded."""
+    for m in _IDS.finditer(line):
+        key = m.group(1)
+        if key in levels or (key[:1].isdigit() and (b"Q" + key in levels or b"P" + key in levels)):
+            return True
+    return False
 
 
 def is_json_dump(path: Path) -> bool:
