@@ -8,7 +8,9 @@ in the same run, alternating per question: once with the backend as it is
 (one request per beam step for the whole frontier) and once with a variant
 that asks per item like ToG's code does (relations per entity, tails per
 (entity, relation), then one query per candidate's name). Same search, same
-answers; prints KG ms and requests per question and the ratio.
+answers; prints KG ms and requests per question and the ratio. The
+per-item variant uses ToG's query shapes (relations without DISTINCT, one
+row per edge, deduplicated by the client).
 
     launcher/virtuoso-server start
     python benchmarks/sparql_endpoint.py --endpoint sparql+http://127.0.0.1:18890/sparql
@@ -29,44 +31,57 @@ sys.path.insert(0, str(HERE.parent))
 
 
 def per_item_class():
+    import pyoxigraph as ox
+
+    from engine.backends.common import look_through, select_candidates
     from engine.backends.sparql import SparqlGraph
+    from engine.graph import Node, Relation
+    from engine.queries import sparql_values
+
+    def one(term) -> str:
+        return sparql_values([(term,)])
 
     class PerItemSparqlGraph(SparqlGraph):
-        """ToG's access pattern: one request per entity, per (entity, relation), per name."""
+        """ToG's access pattern, with its query shapes: the relations an entity is
+        the head of and those it is the tail of (one row per edge, deduplicated
+        by the client), the tails of each (entity, relation), then each
+        candidate's name on its own. Same candidates as the batched backend."""
 
         def relations(self, entities):
-            # like ToG: the relations an entity is the head of, then those it is the tail of
-            import pyoxigraph as ox
-
-            from engine.graph import Relation
-            from engine.queries import sparql_values
-
             out = {}
             names = set(self.name_predicates)
             for e in entities:
-                rows = sparql_values([(ox.NamedNode(e),)])
-                found = []
+                found = set()
                 for direction, pattern in (("out", "?e ?p ?x"), ("in", "?x ?p ?e")):
-                    text = f"SELECT DISTINCT ?p WHERE {{ VALUES (?e) {{ {rows} }} {pattern} . }}"
+                    text = f"SELECT ?p WHERE {{ VALUES (?e) {{ {one(ox.NamedNode(e))} }} {pattern} . }}"
                     for row in self._kg_query(text):
                         p = row["p"].value
                         if self.policy.allows(p) and p not in names:
-                            found.append(Relation(p, direction))
+                            found.add(Relation(p, direction))
                 out[e] = sorted(found, key=lambda r: (r.id, r.direction))
             return out
 
         def expand(self, requests, limit=100):
-            found = []
-            for r in requests:
-                found.extend(super().expand([r], limit))
-            for c in found:  # ToG looks up each candidate's name on its own
-                if not c.node.literal:
-                    self.labels([c.node.id])
-            return found
+            found = {}
+            for e, rel in requests:
+                pattern = "?e ?p ?x" if rel.direction == "out" else "?x ?p ?e"
+                pair = sparql_values([(ox.NamedNode(e), ox.NamedNode(rel.id))])
+                seen = {}
+                for row in self._kg_query(f"SELECT ?x WHERE {{ VALUES (?e ?p) {{ {pair} }} {pattern} . }}"):
+                    x = row["x"]
+                    if isinstance(x, ox.Literal):
+                        xid = str(x)
+                        seen[xid] = Node(xid, x.value, True, x.datatype.value if x.datatype else None)
+                    elif isinstance(x, ox.NamedNode):
+                        name = self.labels([x.value]).get(x.value)  # one name query per candidate
+                        seen[x.value] = Node(x.value, name) if name is not None else None
+                found[(e, rel)] = seen
+            return select_candidates(requests, found, limit,
+                                     lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named))
 
         def labels(self, ids):
             out = {}
-            for i in ids:
+            for i in ids:  # ToG asks for one entity's name at a time
                 out.update(super().labels([i]))
             return out
 
