@@ -293,8 +293,9 @@ def test_concurrent_evaluation_gives_the_sequential_results(tog, metaqa_sample, 
     one, four = tmp_path / "one.jsonl", tmp_path / "four.jsonl"
     _eval(tog, metaqa_sample, one, model, "--temperature-explore", "0", "--no-cache")
     _eval(tog, metaqa_sample, four, model, "--temperature-explore", "0", "--no-cache", "--concurrency", "4")
-    a = {r["id"]: (r["prediction"], r["llm_calls"], r["kg_lookups"]) for r in _results(one)}
-    b = {r["id"]: (r["prediction"], r["llm_calls"], r["kg_lookups"]) for r in _results(four)}
+    # KG lookups are left out: which question pays for a shared cache (relation names) depends on timing
+    a = {r["id"]: (r["prediction"], r["llm_calls"], r["paths"]) for r in _results(one)}
+    b = {r["id"]: (r["prediction"], r["llm_calls"], r["paths"]) for r in _results(four)}
     assert a == b and len(a) == 21
 
 

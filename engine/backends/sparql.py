@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import defaultdict
 import os
 import time
 import urllib.error
@@ -34,9 +35,10 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from engine.backends.oxigraph import OxigraphGraph
+from engine.backends.common import Found, chunks, look_through, sample_key, select_candidates
+from engine.backends.oxigraph import BATCH, OxigraphGraph
 from engine.errors import StoreError
-from engine.graph import DEFAULT_POLICY, Node, RelationPolicy, local_name, name_key
+from engine.graph import DEFAULT_POLICY, Candidate, Node, Relation, RelationPolicy, local_name, name_key
 from engine.queries import render, sparql, sparql_values
 
 SCHEMES = ("sparql+http", "sparql+https")
@@ -149,6 +151,38 @@ class SparqlGraph(OxigraphGraph):
                 found[key].append(r["e"].value)
         names = self.labels([e for ents in found.values() for e in ents])
         return {k: [Node(e, names.get(e, local_name(e))) for e in sorted(v)] for k, v in found.items()}
+
+    def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100) -> list[Candidate]:
+        """Tails first, without names (one request per direction); then one
+        batched name lookup for just the sample the engine keeps (``limit`` x 4
+        per request, in ``sample_key`` order, as the embedded store picks
+        them). A hub's hundreds of tails are never named."""
+        seen: dict[tuple[str, Relation], dict[str, ox.NamedNode | ox.Literal]] = defaultdict(dict)
+        for direction in ("out", "in"):
+            pairs = [(ox.NamedNode(e), ox.NamedNode(r.id)) for e, r in requests
+                     if r.direction == direction and not e.startswith('"')]
+            for part in chunks(pairs, BATCH):
+                text = render(f"tails_{direction}", pairs=sparql_values(part))
+                for row in self._kg_query(text):
+                    x = row["x"]
+                    if isinstance(x, ox.BlankNode):
+                        continue
+                    xid = str(x) if isinstance(x, ox.Literal) else x.value
+                    seen[(row["e"].value, Relation(row["p"].value, direction))][xid] = x
+        wanted = {xid for terms in seen.values() for xid in sorted(terms, key=sample_key)[: limit * 4]
+                  if isinstance(terms[xid], ox.NamedNode)}
+        names = self.labels(sorted(wanted)) if wanted else {}
+        found: Found = {}
+        for key, terms in seen.items():
+            found[key] = {}
+            for xid in sorted(terms, key=sample_key)[: limit * 4]:
+                term = terms[xid]
+                if isinstance(term, ox.Literal):
+                    found[key][xid] = Node(xid, term.value, True, term.datatype.value if term.datatype else None)
+                else:
+                    found[key][xid] = Node(xid, names[xid]) if xid in names else None
+        return select_candidates(requests, found, limit,
+                                 lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named))
 
     def stats(self) -> dict:
         return {"endpoint": self.endpoint, "triples": int(self._kg_query(sparql("count"))[0]["n"].value),
