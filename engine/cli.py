@@ -463,10 +463,10 @@ def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output) -> None
     from dataclasses import asdict
 
     from engine.feedback import corrected_paths
-    from engine.runs import render_tree
+    from engine.runs import name_relations, render_tree
 
     with _open(store) as kg:
-        tree = kg.run(_run_id(kg, run_id))
+        tree = name_relations(kg, kg.run(_run_id(kg, run_id)))
         corrected = corrected_paths(kg, tree)
     if fmt != "text":
         from engine import pictures
@@ -672,6 +672,7 @@ def _write_report(kg, report: Path, out: Path, summary: dict, ids: set[str]) -> 
     from engine import pictures
     from engine.errors import UnknownRunError
     from engine.feedback import corrected_paths
+    from engine.runs import name_relations
 
     rows = [r for r in (json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip())
             if r.get("id") in ids]
@@ -686,6 +687,7 @@ def _write_report(kg, report: Path, out: Path, summary: dict, ids: set[str]) -> 
         except UnknownRunError:
             continue  # pruned since
         folder.mkdir(parents=True, exist_ok=True)
+        tree = name_relations(kg, tree)
         (folder / f"{run_id}.html").write_text(pictures.html_page(tree, corrected_paths(kg, tree)), encoding="utf-8")
         links[run_id] = f"{folder.name}/{run_id}.html"
     report.parent.mkdir(parents=True, exist_ok=True)

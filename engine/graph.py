@@ -149,6 +149,10 @@ class RunTree:
 
     info: RunInfo
     paths: list[PathRecord]
+    relation_names: dict[str, str] = field(default_factory=dict)  # the KG's names for relations, when it has them
+
+    def relation(self, iri: str) -> str:
+        return self.relation_names.get(iri) or relation_text(iri)
 
 
 @runtime_checkable

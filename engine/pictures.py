@@ -14,7 +14,7 @@ import html
 from collections import defaultdict
 from dataclasses import dataclass
 
-from engine.graph import PathRecord, RunTree, relation_text
+from engine.graph import PathRecord, RunTree
 
 MAX_CHILDREN = 12   # children drawn per node; the rest become one "… N more" node
 COL, ROW = 250, 46  # layout grid in pixels
@@ -38,10 +38,10 @@ class _Node:
     y: float = 0.0
 
 
-def _relation(p: PathRecord) -> str:
-    rel = relation_text(p.relation) + (" (of)" if p.direction == "in" else "")
+def _relation(p: PathRecord, tree: RunTree) -> str:
+    rel = tree.relation(p.relation) + (" (of)" if p.direction == "in" else "")
     if p.via:
-        rel += " / " + " / ".join(relation_text(v) for v in p.via)
+        rel += " / " + " / ".join(tree.relation(v) for v in p.via)
     return rel
 
 
@@ -62,7 +62,7 @@ def _nodes(tree: RunTree, corrected: dict[str, str]) -> list[_Node]:
         for p in kids[:MAX_CHILDREN]:
             kind = "topic" if p.relation is None else ("kept" if p.kept else "pruned")
             out.append(_Node(p.id, p.name, "" if p.score is None else f"{p.score:.2f}", kind, parent,
-                             "" if p.relation is None else _relation(p), p.id in on_answer, corrected.get(p.id)))
+                             "" if p.relation is None else _relation(p, tree), p.id in on_answer, corrected.get(p.id)))
             walk(p.id)
         if len(kids) > MAX_CHILDREN:
             out.append(_Node(f"{parent}-more", f"… {len(kids) - MAX_CHILDREN} more", "", "more", parent))
@@ -177,7 +177,7 @@ def html_page(tree: RunTree, corrected: dict[str, str] | None = None) -> str:
         chain = []
         while pid in by_id:
             p = by_id[pid]
-            chain.append(p.name if p.relation is None else f"{_relation(p)} → {p.name}")
+            chain.append(p.name if p.relation is None else f"{_relation(p, tree)} → {p.name}")
             pid = p.parent
         return " → ".join(reversed(chain))
 

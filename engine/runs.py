@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from engine.errors import QuestionError, StoreError, TogError, UnknownEntityError
-from engine.graph import KnowledgeGraph, Node, RunInfo, RunTree, relation_text
+from engine.graph import KnowledgeGraph, Node, RunInfo, RunTree
 from engine.linking import link, resolve
 from engine.pruning import Pruner
 from engine.reasoning import Answer, Reasoner
@@ -222,9 +222,9 @@ def render_tree(tree: RunTree, show_pruned: bool = True, max_children: int = 12,
             if p.relation is None:
                 lines.append(f"{prefix}{branch}{p.name}  (topic)")
             else:
-                rel = relation_text(p.relation) + (" (of)" if p.direction == "in" else "")
+                rel = tree.relation(p.relation) + (" (of)" if p.direction == "in" else "")
                 if p.via:
-                    rel += " / " + " / ".join(relation_text(v) for v in p.via)
+                    rel += " / " + " / ".join(tree.relation(v) for v in p.via)
                 mark = "kept" if p.kept else "pruned"
                 score = f"{p.score:.3f}" if p.score is not None else "-"
                 notes = (" *answer" if p.id in cited else "") + (
@@ -241,3 +241,11 @@ def render_tree(tree: RunTree, show_pruned: bool = True, max_children: int = 12,
 
     walk(None, "")
     return "\n".join(lines)
+
+
+def name_relations(kg: KnowledgeGraph, tree: RunTree) -> RunTree:
+    """Fill ``tree.relation_names`` with the names the KG has for the run's relations."""
+    iris = sorted({p.relation for p in tree.paths if p.relation} | {v for p in tree.paths for v in p.via})
+    if iris:
+        tree.relation_names = {k: v for k, v in kg.labels(iris).items() if v}
+    return tree

@@ -62,6 +62,9 @@ def test_the_subset_answers_with_property_labels_and_aliases(tog, tmp_path):
     asked = tog("ask", "what is the place of birth of [Ada E.]", "--store", store)  # linked by its alias
     assert asked.exit_code == 0, asked.output
     assert "answer: Testville" in asked.output and "Ada Example -> place of birth -> Testville" in asked.output
+    shown = tog("runs", "show", "last", "--store", store).output
+    assert "--place of birth--> Testville" in shown
+    assert "place of birth" in tog("runs", "show", "last", "--format", "mermaid", "--store", store).output
     evaluated = tog("eval", questions, "--store", store, "--out", tmp_path / "r.jsonl")
     assert evaluated.exit_code == 0 and "hits@1 1.000" in evaluated.output, evaluated.output
 
