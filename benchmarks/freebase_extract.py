@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import argparse
 import random
-import resource
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from extract_run import ensure_dump, run_extract
+
 NS = "http://rdf.freebase.com/ns/"
 RELATIONS = [f"film.film.{r}" for r in ("directed_by", "written_by", "starring", "genre", "language", "country")] + \
     [f"people.person.{r}" for r in ("place_of_birth", "nationality", "profession", "spouse_s", "children")] + \
@@ -65,27 +62,11 @@ def main() -> None:
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     dump = args.workdir / f"dump-{args.lines}.nt"
-    if not dump.exists():
-        t = time.perf_counter()
-        generate(dump, args.lines)
-        print(f"generated {dump} ({dump.stat().st_size / 1e9:.2f} GB) in {time.perf_counter() - t:.0f} s")
+    ensure_dump(dump, lambda path: generate(path, args.lines))
     rng = random.Random(1)
     entities = max(1000, args.lines // 12)
     seeds = [f"m.0{rng.randrange(entities):x}" for _ in range(args.seeds)]
-    out = args.workdir / "subset.nt"
-    cmd = [sys.executable, "-m", "engine.cli", "extract", "freebase", str(dump), "--hops", str(args.hops),
-           "--out", str(out), "--no-progress"] + [a for s in seeds for a in ("--seed", s)]
-    started = time.perf_counter()
-    done = subprocess.run(cmd, cwd=HERE.parent, capture_output=True, text=True)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        sys.exit(done.stdout + done.stderr)
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    passes = args.hops + 2
-    print(done.stdout.strip())
-    print(f"dump {dump.stat().st_size / 1e9:.2f} GB, {args.lines:,} lines; {passes} passes in {seconds:.0f} s: "
-          f"{passes * args.lines / seconds:,.0f} dump lines/s; peak RSS {rss:,.0f} MiB")
-
+    run_extract("freebase", dump, seeds, args.hops, args.workdir / "subset.nt", args.lines, "dump lines")
 
 if __name__ == "__main__":
     main()

@@ -15,13 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from extract_run import ensure_dump, run_extract
+
 PROPS = [f"P{n}" for n in (19, 20, 27, 31, 50, 57, 58, 106, 108, 136, 161, 166, 495, 569, 570, 1082)]
 
 
@@ -67,25 +64,10 @@ def main() -> None:
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     dump = args.workdir / f"dump-{args.entities}.json"
-    if not dump.exists():
-        t = time.perf_counter()
-        generate(dump, args.entities)
-        print(f"generated {dump} ({dump.stat().st_size / 1e9:.2f} GB) in {time.perf_counter() - t:.0f} s")
+    ensure_dump(dump, lambda path: generate(path, args.entities))
     rng = random.Random(1)
     seeds = [f"Q{rng.randrange(1, args.entities + 1)}" for _ in range(args.seeds)]
-    out = args.workdir / "subset.nt"
-    cmd = [sys.executable, "-m", "engine.cli", "extract", "wikidata", str(dump), "--hops", str(args.hops),
-           "--out", str(out), "--no-progress"] + [a for s in seeds for a in ("--seed", s)]
-    started = time.perf_counter()
-    done = subprocess.run(cmd, cwd=HERE.parent, capture_output=True, text=True)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        sys.exit(done.stdout + done.stderr)
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(done.stdout.strip())
-    print(f"dump {dump.stat().st_size / 1e9:.2f} GB, {args.entities:,} entity lines; {args.hops + 2} passes in "
-          f"{seconds:.0f} s: {(args.hops + 2) * args.entities / seconds:,.0f} lines/s; peak RSS {rss:,.0f} MiB")
-
+    run_extract("wikidata", dump, seeds, args.hops, args.workdir / "subset.nt", args.entities, "entity lines")
 
 if __name__ == "__main__":
     main()

@@ -561,11 +561,10 @@ def corrections_list(store, as_json) -> None:
     """Every correction, oldest first, with what it changed and why."""
     from dataclasses import asdict
 
-    from engine.feedback import CorrectionError
+    from engine.feedback import needs_corrections
 
     with _open(store) as kg:
-        if "corrections" not in kg.capabilities:
-            raise CorrectionError("this store cannot record corrections")
+        needs_corrections(kg)
         items = kg.corrections()
         ids = {x for c in items for f in c.removed + c.added + c.kept for x in (f[0], f[2]) if not x.startswith('"')}
         names = kg.labels(sorted(ids)) if ids else {}

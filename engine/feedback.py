@@ -124,7 +124,7 @@ def parse_fact(kg: KnowledgeGraph, text: str, known_relations: Sequence[str] = (
     return subject, _relation(kg, parts[1], subject, known_relations), _one(objects, parts[2], "object")
 
 
-def _needs(kg: KnowledgeGraph) -> None:
+def needs_corrections(kg: KnowledgeGraph) -> None:
     if "corrections" not in kg.capabilities:
         raise CorrectionError("this store cannot record corrections")
 
@@ -132,7 +132,7 @@ def _needs(kg: KnowledgeGraph) -> None:
 def correct(kg: KnowledgeGraph, remove: Sequence[str], add: Sequence[str], reason: str,
             run: str | None = None) -> Correction:
     """Apply one correction; every fact is checked before anything changes."""
-    _needs(kg)
+    needs_corrections(kg)
     if not reason or not reason.strip():
         raise CorrectionError("say why: --reason TEXT")
     if not remove and not add:
@@ -153,7 +153,7 @@ def correct(kg: KnowledgeGraph, remove: Sequence[str], add: Sequence[str], reaso
 
 
 def find(kg: KnowledgeGraph, correction_id: str) -> Correction:
-    _needs(kg)
+    needs_corrections(kg)
     for c in kg.corrections():
         if c.id == correction_id:
             return c
