@@ -20,6 +20,8 @@ def add_search_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--depth", type=int, default=3)
     ap.add_argument("--threshold", type=float, default=0.9)
     ap.add_argument("--record", action="store_true", help="Keep every run in the store (slower).")
+    ap.add_argument("--descriptions", type=Path, default=None,
+                    help="Relation description file (TOML, see engine/descriptions.py).")
 
 
 def answerer(kg, args):
@@ -32,15 +34,21 @@ def answerer(kg, args):
     config = SearchConfig(width=args.width, depth=args.depth, method=args.method, seed=args.seed,
                           threshold=args.threshold)
     pruner, reasoner = get_pruner(args.pruner, seed=args.seed), get_reasoner("offline")
+    descriptions = None
+    if args.descriptions:
+        from engine.descriptions import Descriptions
+
+        descriptions = Descriptions.load(args.descriptions)
 
     def answer_one(q):
-        r = ask(kg, q.question, pruner, reasoner, config, q.topics, record=args.record)
+        r = ask(kg, q.question, pruner, reasoner, config, q.topics, record=args.record, descriptions=descriptions)
         s = r.result.stats
         return {"prediction": r.result.answer.names, "depth": s["depth"], "kg_lookups": s["kg_lookups"],
                 "kg_seconds": s["kg_seconds"], "seconds": s["seconds"]}
 
     print(f"method {args.method}, pruner {args.pruner}, width {args.width}, depth {args.depth}, "
-          f"threshold {args.threshold}, seed {args.seed}")
+          f"threshold {args.threshold}, seed {args.seed}"
+          + (f", {len(descriptions)} relation descriptions from {args.descriptions}" if descriptions else ""))
     return answer_one
 
 

@@ -68,6 +68,9 @@ def search_options(fn):
         click.option("--max-candidates", type=click.IntRange(1), default=100, show_default=True,
                      help="Neighbours fetched per (entity, relation)."),
         click.option("--seed", type=int, default=0, show_default=True, help="Seed for tie-breaks and sampling."),
+        click.option("--relation-descriptions", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="TOML file giving the KG's relations other names and kinds (\"spouse\": husband, "
+                          "wife, other half), read by the offline scorers; see the README."),
         click.option("--record/--no-record", default=True, show_default=True,
                      help="Keep the run as path nodes in the store."),
         click.option("--model", envvar="TOG_MODEL", show_envvar=True, default=None,
@@ -101,7 +104,7 @@ def search_options(fn):
 
 SEARCH_KEYS = ("width", "depth", "method", "pruner", "reasoner", "threshold", "max_candidates", "seed", "record",
                "model", "api_base", "embedding_model", "temperature_explore", "temperature_reason", "max_tokens", "llm_cache",
-               "cache_sampled", "llm_timeout", "llm_retries")
+               "cache_sampled", "llm_timeout", "llm_retries", "relation_descriptions")
 
 
 def _open(store: str, create: bool = False):
@@ -142,6 +145,16 @@ def _components(o: dict, concurrency: int = 1):
                           max_candidates=o["max_candidates"], seed=o["seed"])
     return (config, get_pruner(pruner, seed=o["seed"], client=llm),
             get_reasoner(reasoner, client=llm, method=o["method"]), llm)
+
+
+def _descriptions(o: dict):
+    """(relation descriptions or None, what the run records of them)."""
+    path = o.get("relation_descriptions")
+    if path is None:
+        return None, None
+    from engine.descriptions import Descriptions
+
+    return Descriptions.load(path), {"relation_descriptions": str(path)}
 
 
 def _config_file(path: Path | None) -> dict:
@@ -385,10 +398,11 @@ def ask(question, store, topics, as_json, **options) -> None:
     from engine.runs import ask as ask_question
 
     config, pruner_obj, reasoner, llm = _components(options)
+    descriptions, extra = _descriptions(options)
     try:
         with _open(store) as kg:
             result = ask_question(kg, question, pruner_obj, reasoner, config, topics, record=options["record"],
-                                  llm=llm)
+                                  llm=llm, descriptions=descriptions, extra_config=extra)
     finally:
         if llm is not None:
             llm.close()
@@ -636,6 +650,7 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
     if limit:
         questions = questions[:limit]
     config, pruner_obj, reasoner, llm = _components(options, concurrency)
+    descriptions, extra = _descriptions(options)
     if progress is None:
         progress = sys.stderr.isatty()
     try:
@@ -643,7 +658,7 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
 
             def answer_one(q):
                 r = ask_question(kg, q.question, pruner_obj, reasoner, config, topics_for(kg, q),
-                                 record=options["record"], llm=llm)
+                                 record=options["record"], llm=llm, descriptions=descriptions, extra_config=extra)
                 s = r.result.stats
                 row = {"prediction": r.result.answer.names, "from_kg": r.result.answer.from_kg, "run": r.run_id,
                        "paths": [p.verbalise() for p in r.result.supporting], "depth": s["depth"],

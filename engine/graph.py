@@ -12,7 +12,10 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from engine.descriptions import Note
 
 Direction = Literal["out", "in"]
 
@@ -40,10 +43,19 @@ class Relation:
     id: str
     direction: Direction = "out"
     label: str | None = field(default=None, compare=False, hash=False)  # the KG's own name for it
+    note: Note | None = field(default=None, compare=False, hash=False)  # a user's description (engine/descriptions.py)
 
     @property
     def text(self) -> str:
         return self.label or relation_text(self.id)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name the relation goes by in this direction: the shown text,
+        then a description's other names (each one a separate phrase)."""
+        if self.note is None:
+            return (self.text,)
+        return (self.text, *self.note.names(self.direction))
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +276,10 @@ def relation_roles(iri: str) -> tuple[str | None, str]:
 
 def tail_role(relation: Relation) -> str | None:
     """Words for what is reached through ``relation`` from its source: the
-    object's role for an ``out`` edge, the subject's for an ``in`` edge."""
+    object's role for an ``out`` edge, the subject's for an ``in`` edge (a
+    description's ``tail`` / ``head`` when it gives one)."""
+    if relation.note is not None and relation.note.reaches(relation.direction):
+        return relation.note.reaches(relation.direction)
     subject, obj = relation_roles(relation.id)
     return obj if relation.direction == "out" else subject
 

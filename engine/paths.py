@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from engine.graph import Node, Relation
 
@@ -29,7 +29,6 @@ class Path:
     score: float = 0.0
     relation_score: float = 0.0
     parent: str | None = None
-    nodes: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def tail(self) -> Node:
@@ -45,8 +44,19 @@ class Path:
         return tuple((h.relation.id, h.relation.direction) for h in self.hops)
 
     def extend(self, new_id: str, hop: Hop) -> Path:
-        return Path(new_id, self.topic, self.hops + (hop,), parent=self.id,
-                    nodes=self.nodes | {hop.node.id})
+        return Path(new_id, self.topic, self.hops + (hop,), parent=self.id)
+
+    def walks_back(self, relation: Relation, node_id: str) -> bool:
+        """Would ``relation`` to ``node_id`` take the last hop's edge backwards?
+
+        Paths may come back to a node they passed ("X's father's son" is X
+        when X is the only son), but not by undoing their last step."""
+        if not self.hops:
+            return False
+        last = self.hops[-1]
+        before = self.hops[-2].node.id if len(self.hops) > 1 else self.topic.id
+        return (not last.via and last.relation.id == relation.id
+                and last.relation.direction != relation.direction and node_id == before)
 
     def relations(self) -> list[Relation]:
         """Every relation along the path, looked-through hops included."""

@@ -96,7 +96,10 @@ class OfflineReasoner:
 
     def answer(self, question, topics, kept, candidates) -> Answer:
         topic_ids = {t.id for t in topics}
-        pool = [p for p in candidates if p.tail.id not in topic_ids]
+        # a path may end back at a topic ("X's wife's husband" is X), but a
+        # question rarely asks for its own topic: it answers only when the
+        # best chain reaches nothing else
+        pool = [p for p in candidates if p.hops]
         if not pool:
             return Answer([], from_kg=False, reason="no path from the topic entities reached an answer")
         model = QuestionModel.of(question, [t.name for t in topics])
@@ -104,13 +107,15 @@ class OfflineReasoner:
         best = max(fitting, key=lambda p: p.score)
         chain = best.chain
         kept_ids = {p.id for p in kept}
-        ranked = sorted(pool, key=lambda p: (p.chain != chain, p.id not in kept_ids, -p.score))
+        ranked = sorted(pool, key=lambda p: (p.chain != chain, p.tail.id in topic_ids, p.id not in kept_ids, -p.score))
         names: list[str] = []
         ids: list[str] = []
         support: list[str] = []
         for p in ranked:
             if p.chain != chain and names:
                 break
+            if p.tail.id in topic_ids and names:
+                continue
             if p.tail.id not in ids:
                 ids.append(p.tail.id)
                 names.append(p.tail.name)

@@ -60,26 +60,30 @@ def ask(
     record: bool = True,
     extra_config: dict | None = None,
     llm=None,
+    descriptions=None,
 ) -> AskResult:
     """Link, search and (when ``record``) keep the run in the graph.
 
     ``llm`` (an ``engine.llm.LLMClient``) finds topic entities the name index
     cannot, answers alone for the ``io`` / ``cot`` baselines, and has its
-    usage (calls, tokens, cost) added to the run's stats. The run is marked
+    usage (calls, tokens, cost) added to the run's stats.  ``descriptions``
+    (``engine.descriptions.Descriptions``) describe the KG's relations. The run is marked
     ``failed`` when the search raises; the error goes on.
     """
     from engine.llm import Usage
 
     usage = Usage()
     try:
-        return _ask(kg, question, pruner, reasoner, config, topics, record, extra_config, llm, usage)
+        return _ask(kg, question, pruner, reasoner, config, topics, record, extra_config, llm, usage,
+                    descriptions)
     except TogError as e:
         if llm is not None:  # what the question cost before it failed is not lost
             e.llm_usage = usage.to_dict()
         raise
 
 
-def _ask(kg, question, pruner, reasoner, config, topics, record, extra_config, llm, usage) -> AskResult:
+def _ask(kg, question, pruner, reasoner, config, topics, record, extra_config, llm, usage,
+                    descriptions) -> AskResult:
     from engine.llm import tracking
 
     with tracking(usage):
@@ -102,7 +106,7 @@ def _ask(kg, question, pruner, reasoner, config, topics, record, extra_config, l
             if config.method in BASELINES:
                 result = _baseline(llm, config.method, question)
             else:
-                result = search(kg, question, nodes, pruner, reasoner, config, Recorder(kg, run_id))
+                result = search(kg, question, nodes, pruner, reasoner, config, Recorder(kg, run_id), descriptions)
         except BaseException:
             if info is not None:
                 info.status = "failed"

@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from engine.descriptions import Descriptions
 from engine.errors import TogError
 from engine.graph import KnowledgeGraph, Node, PathRecord, Relation
 from engine.paths import Hop, Path
@@ -92,8 +93,12 @@ def search(
     reasoner: Reasoner,
     config: SearchConfig = SearchConfig(),
     recorder: Recorder | None = None,
+    descriptions: Descriptions | None = None,
 ) -> SearchResult:
-    """Run ToG / ToG-R for ``question`` from ``topics``."""
+    """Run ToG / ToG-R for ``question`` from ``topics``.
+
+    ``descriptions`` (a user's relation description file) are put on every
+    relation the KG offers, for the pruner and the judge to read."""
     recorder = recorder or Recorder(None, None)
     rng = random.Random(f"{config.seed}:{question}")
     lookups0 = getattr(kg, "lookups", 0)
@@ -101,13 +106,17 @@ def search(
     started = time.perf_counter()
     counter = iter(range(1_000_000))
 
-    beam = [Path(f"p{next(counter)}", t, nodes=frozenset({t.id})) for t in topics]
+    beam = [Path(f"p{next(counter)}", t) for t in topics]
     recorder.record(beam, {p.id for p in beam})
     everything: dict[str, Path] = {p.id: p for p in beam}
     candidates: list[Path] = []
     rewards: list[float] = []
     reached = 0
-    around = _relations_of(kg, beam)
+    around = _relations_of(kg, beam, descriptions)
+    schema = getattr(kg, "relation_schema", None) if "schema" in kg.capabilities else None
+    if schema is not None and descriptions is not None:
+        plain_schema = schema
+        schema = lambda rel: descriptions.describe_all(plain_schema(rel))  # noqa: E731
 
     for depth in range(1, config.depth + 1):
         # 1. relation pruning, one call for the whole beam
@@ -125,6 +134,8 @@ def search(
         # 2. follow the chosen relations, one round trip
         requests = list(dict.fromkeys((p.tail.id, rel) for p in beam for rel, _ in chosen.get(p.id, ())))
         found = kg.expand(requests, limit=config.max_candidates)
+        if descriptions is not None:
+            found = descriptions.describe_candidates(found)
         by_request: dict[tuple[str, Relation], list] = defaultdict(list)
         for c in found:
             by_request[(c.source, c.relation)].append(c)
@@ -132,8 +143,8 @@ def search(
         for p in beam:
             for rel, rscore in chosen.get(p.id, ()):
                 for c in by_request.get((p.tail.id, rel), ()):
-                    if c.node.id in p.nodes:
-                        continue  # no cycles: never back through a node of the path
+                    if p.walks_back(rel, c.node.id):
+                        continue  # never straight back along the edge just taken
                     q = p.extend(f"p{next(counter)}", Hop(rel, c.node, c.via))
                     q.relation_score = rscore
                     new.append(q)
@@ -155,8 +166,7 @@ def search(
         candidates = ranked
         reached = depth
         # 4. judge: are the kept paths enough?
-        around = _relations_of(kg, beam)
-        schema = getattr(kg, "relation_schema", None) if "schema" in kg.capabilities else None
+        around = _relations_of(kg, beam, descriptions)
         reward = reasoner.judge(question, topics, beam, around, config.depth - depth, schema)
         rewards.append(reward)
         if reward >= config.threshold:
@@ -180,9 +190,12 @@ def _relation_text(p: Path, rel: Relation) -> str:
     return f"{head} -> {rel.text}{' (of)' if rel.direction == 'in' else ''}"
 
 
-def _relations_of(kg: KnowledgeGraph, beam: Sequence[Path]) -> dict[str, list[Relation]]:
+def _relations_of(kg: KnowledgeGraph, beam: Sequence[Path],
+                  descriptions: Descriptions | None = None) -> dict[str, list[Relation]]:
     tails = list(dict.fromkeys(p.tail.id for p in beam if not p.tail.literal))
     if not tails:
         return {}
     rels = kg.relations(tails)
+    if descriptions is not None:
+        rels = {e: descriptions.describe_all(found) for e, found in rels.items()}
     return {p.id: rels.get(p.tail.id, []) for p in beam if not p.tail.literal}

@@ -74,31 +74,19 @@ def terms(text: str) -> tuple[str, ...]:
 _BRACKET = re.compile(r"\[[^\]]*\]")
 
 
-def strip_mentions(question: str, mentions: list[str]) -> str:
-    """The question without ``[bracketed]`` spans and without the topic names."""
-    text = _BRACKET.sub(" ", question)
+def strip_mentions(question: str, mentions: list[str], placeholder: str = " ") -> str:
+    """The question with ``[bracketed]`` spans and the topic names replaced
+    by ``placeholder``."""
+    text = _BRACKET.sub(placeholder, question)
     low = text.lower()
     for m in sorted(mentions, key=len, reverse=True):
         if not m:
             continue
         i = low.find(m.lower())
         if i >= 0:
-            text = text[:i] + " " + text[i + len(m):]
+            text = text[:i] + placeholder + text[i + len(m):]
             low = text.lower()
     return text
-
-
-def mention_position(question: str, mentions: list[str]) -> int:
-    """Word index where the first topic mention starts (0 when not found)."""
-    m = _BRACKET.search(question)
-    if m:
-        return len(words(question[: m.start()]))
-    low = question.lower()
-    for name in mentions:
-        i = low.find(name.lower()) if name else -1
-        if i >= 0:
-            return len(words(question[:i]))
-    return 0
 
 
 _FOCUS = re.compile(

@@ -110,7 +110,7 @@ def label_relations(kg, found: dict[str, list[Relation]], cache: dict[str, str |
         for rid in new:
             cache[rid] = names.get(rid)
     for e, rels in found.items():
-        found[e] = [Relation(r.id, r.direction, cache.get(r.id)) for r in rels]
+        found[e] = [Relation(r.id, r.direction, cache.get(r.id), r.note) for r in rels]
 
 
 class ThreadMeter:
