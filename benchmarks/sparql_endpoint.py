@@ -8,7 +8,8 @@ in the same run, alternating per question: once with the backend as it is
 (one request per beam step for the whole frontier) and once with a variant
 that asks per item like ToG's code does (relations per entity, tails per
 (entity, relation), then one query per candidate's name). Same search, same
-answers; prints KG ms and requests per question and the ratio. The
+answers; prints KG ms and requests per question and the ratio, for each
+of ``--passes`` passes over the questions (the first one cold). The
 per-item variant uses ToG's query shapes (relations without DISTINCT, one
 row per edge, deduplicated by the client) and its sampling: a relation with
 20 or more tails gets 5 of them named (``--name-every-tail`` names all: an
@@ -116,6 +117,13 @@ def main() -> None:
     ap.add_argument("--endpoint", default="sparql+http://127.0.0.1:18890/sparql")
     ap.add_argument("--name-every-tail", action="store_true",
                     help="Per-item variant names every tail (no sampling): an upper bound of ToG's cost.")
+    ap.add_argument("--passes", type=int, default=3,
+                    help="Passes over the questions (each prints its figures; the first is cold).")
+    ap.add_argument("--keep", action="store_true",
+                    help="Keep the loaded graph afterwards (Virtuoso answers some queries of a freshly loaded "
+                         "graph several times slower for minutes; measure it again later with --graph).")
+    ap.add_argument("--graph", default=None,
+                    help="Measure a graph loaded earlier with --keep instead of loading a new one.")
     ap.add_argument("--kb", type=Path, default=None,
                     help="MetaQA-style KB to load (default: the full MetaQA KB from ../shared/data when "
                          "present, else the sample's)")
@@ -144,34 +152,45 @@ def main() -> None:
         print(f"KB: {kb} ({len(lines):,} lines)")
         data, _, _, _ = triples.convert(lines, 1, "delimited", "|")  # noqa: F841 (names are in the data)
         nt.write_bytes(data)
-        graph = f"http://tog.bench/{uuid.uuid4().hex}"
-        subprocess.run([str(HERE.parent / "launcher" / "virtuoso-server"), "load", str(nt), graph], check=True)
+        graph = args.graph or f"http://tog.bench/{uuid.uuid4().hex}"
+        if args.graph is None:
+            subprocess.run([str(HERE.parent / "launcher" / "virtuoso-server"), "load", str(nt), graph], check=True)
+        if args.keep:
+            print(f"graph: {graph} (kept: pass --graph {graph} to measure it again)")
         spec = f"{args.endpoint}?default-graph-uri={graph}"
         batched = SparqlGraph(spec, runs=Path(tmp) / "runs-a")
         per_item = per_item_class()(spec, runs=Path(tmp) / "runs-b")
         questions = list(read_questions(sample / "questions.txt"))
         pruner, reasoner, config = get_pruner("hybrid"), get_reasoner("offline"), SearchConfig()
-        figures = {"batched": [], "per item": []}
-        same = 0
-        for q in questions:
-            answers = []
-            # the topic by its IRI (the endpoint's linking matches exact names only)
-            topics = [f"<{triples.entity_iri(m)}>" for m in bracketed(q.question)]
-            for name, kg in (("batched", batched), ("per item", per_item)):
-                r = ask(kg, q.question, pruner, reasoner, config, topics, record=False)
-                figures[name].append((1000 * r.result.stats["kg_seconds"], r.result.stats["kg_lookups"]))
-                answers.append(r.result.answer.names)
-            same += answers[0] == answers[1]
-        for name, rows in figures.items():
-            ms = [m for m, _ in rows]
-            print(f"{name}: KG time median {statistics.median(ms):.1f} ms, mean {statistics.fmean(ms):.1f} ms, "
-                  f"{statistics.fmean(n for _, n in rows):.1f} requests per question")
-        ratio = statistics.fmean(m for m, _ in figures["per item"]) / statistics.fmean(m for m, _ in figures["batched"])
-        print(f"{len(questions)} questions, same answers {same}/{len(questions)}; batched is {ratio:.1f}x faster "
-              f"per question (mean KG time)")
+        # the first passes after a fresh load warm Virtuoso up (their figures
+        # are printed too, but they swing by several times from run to run)
+        for n in range(1, args.passes + 1):
+            label = f"pass {n} of {args.passes}" + (" (cold)" if n == 1 else "")
+            figures = {"batched": [], "per item": []}
+            same = 0
+            for q in questions:
+                answers = []
+                # the topic by its IRI (the endpoint's linking matches exact names only)
+                topics = [f"<{triples.entity_iri(m)}>" for m in bracketed(q.question)]
+                for name, kg in (("batched", batched), ("per item", per_item)):
+                    r = ask(kg, q.question, pruner, reasoner, config, topics, record=False)
+                    figures[name].append((1000 * r.result.stats["kg_seconds"], r.result.stats["kg_lookups"]))
+                    answers.append(r.result.answer.names)
+                same += answers[0] == answers[1]
+            print(f"{label}:")
+            for name, rows in figures.items():
+                ms = [m for m, _ in rows]
+                print(f"  {name}: KG time median {statistics.median(ms):.1f} ms, mean {statistics.fmean(ms):.1f} ms, "
+                      f"{statistics.fmean(n for _, n in rows):.1f} requests per question")
+            mean = {name: statistics.fmean(m for m, _ in rows) for name, rows in figures.items()}
+            median = {name: statistics.median(m for m, _ in rows) for name, rows in figures.items()}
+            print(f"  {len(questions)} questions, same answers {same}/{len(questions)}; batched is "
+                  f"{mean['per item'] / mean['batched']:.1f}x faster per question by mean KG time, "
+                  f"{median['per item'] / median['batched']:.1f}x by median")
         batched.close()
         per_item.close()
-        subprocess.run([str(HERE.parent / "launcher" / "virtuoso-server"), "drop", graph], check=True)
+        if not args.keep and args.graph is None:
+            subprocess.run([str(HERE.parent / "launcher" / "virtuoso-server"), "drop", graph], check=True)
 
 
 if __name__ == "__main__":

@@ -22,20 +22,33 @@ def bracketed(question: str) -> list[str]:
     return [m.strip() for m in _BRACKET.findall(question) if m.strip()]
 
 
+def _valid_iri(text: str) -> bool:
+    import pyoxigraph as ox
+
+    try:
+        ox.NamedNode(text)
+    except ValueError:
+        return False
+    return True
+
+
 def resolve(kg: KnowledgeGraph, names: Sequence[str]) -> list[Node]:
     """Nodes for explicit topics: IRIs (``<...>`` or with a scheme) or names.
 
     Raises :class:`UnknownEntityError` naming the first one not in the KG.
     """
     out: list[Node] = []
-    keys = {n: name_key(n) for n in names}
-    found = kg.search_entities([k for k in keys.values() if k])
+    # an IRI in angle brackets is only an IRI; anything else may be a name
+    keys = {n: name_key(n) for n in names if not (n.startswith("<") and n.endswith(">"))}
+    found = kg.search_entities([k for k in keys.values() if k]) if keys else {}
     for name in names:
         iri = name[1:-1] if name.startswith("<") and name.endswith(">") else name
-        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$", iri) and getattr(kg, "has_entity", lambda _: False)(iri):
-            out.append(Node(iri, kg.labels([iri]).get(iri, local_name(iri))))
-            continue
-        matches = found.get(keys[name], [])
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$", iri) and _valid_iri(iri):
+            label = kg.labels([iri]).get(iri)  # a named entity is in the KG: no need to ask
+            if label is not None or getattr(kg, "has_entity", lambda _: False)(iri):
+                out.append(Node(iri, label if label is not None else local_name(iri)))
+                continue
+        matches = found.get(keys.get(name, ""), [])
         if not matches:
             raise UnknownEntityError(f"unknown entity {name!r}: no entity with that name or IRI in the store")
         out.extend(matches)

@@ -165,8 +165,9 @@ def search(
         everything.update((q.id, q) for q in new)
         candidates = ranked
         reached = depth
-        # 4. judge: are the kept paths enough?
-        around = _relations_of(kg, beam, descriptions)
+        # 4. judge: are the kept paths enough?  (After the last depth the
+        # search stops anyway: no relations to list for a judge's look-ahead.)
+        around = _relations_of(kg, beam, descriptions) if depth < config.depth else {}
         reward = reasoner.judge(question, topics, beam, around, config.depth - depth, schema)
         rewards.append(reward)
         if reward >= config.threshold:

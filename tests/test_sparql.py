@@ -96,3 +96,86 @@ def test_an_unreachable_endpoint_is_one_line(tog, tmp_path, monkeypatch):
     result = tog("ask", "who directed [Harbor Lights]", "--store", "sparql+http://127.0.0.1:9/sparql")
     assert result.exit_code == 1 and "cannot reach the SPARQL endpoint at http://127.0.0.1:9/sparql" in result.output
     assert "Traceback" not in result.output
+
+
+def test_expand_names_only_the_kept_sample(endpoint, tmp_path):
+    """A hub's tails are fetched without names; only the candidates kept (the
+    first ``limit`` named ones in the sample order) are named, more only
+    where some had no name, and the candidates equal the embedded store's."""
+    from conftest import load_into, write_nt
+
+    from engine.backends.sparql import SparqlGraph
+    from engine.graph import Relation
+
+    ex = "http://example.org/hub/"
+    label = "http://www.w3.org/2000/01/rdf-schema#label"
+    lines = [f'<{ex}film> <{label}> "Hub Film" .']
+    for i in range(12):
+        lines.append(f"<{ex}film> <{ex}starring> <{ex}actor{i}> .")
+        if i % 4:  # every fourth actor has no name: looked for beyond the first batch
+            lines.append(f'<{ex}actor{i}> <{label}> "Actor {i}" .')
+    nt = write_nt(tmp_path / "hub.nt", lines)
+    graph = f"http://tog.test/{uuid.uuid4().hex}"
+    launcher = str(REPO / "launcher" / "virtuoso-server")
+    assert subprocess.run([launcher, "load", str(nt), graph], capture_output=True, timeout=120).returncode == 0
+    local, _ = load_into(tmp_path / "local", nt)
+    remote = SparqlGraph(f"{os.environ['TOG_SPARQL_ENDPOINT']}?default-graph-uri={graph}", runs=tmp_path / "runs")
+    asked: list[int] = []
+    plain_labels = remote.labels
+    remote.labels = lambda ids: asked.append(len(ids)) or plain_labels(ids)
+    try:
+        request = [(f"{ex}film", Relation(f"{ex}starring", "out"))]
+        for limit in (1, 3, 5, 20):
+            asked.clear()
+            got = [(c.node.id, c.node.name) for c in remote.expand(request, limit=limit)]
+            assert got == [(c.node.id, c.node.name) for c in local.expand(request, limit=limit)]
+            assert len(got) == min(limit, 12)
+            if limit < 12:
+                assert asked and max(asked) <= limit  # never the whole hub
+    finally:
+        remote.close()
+        subprocess.run([launcher, "drop", graph], capture_output=True, timeout=120)
+
+
+def test_the_wire_xml_results_no_comments_and_garbage_is_one_error(tmp_path):
+    """Requests ask for XML results and carry no comment lines; an answer
+    that is not SPARQL results is one clear error."""
+    import threading
+    import urllib.parse
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from engine.backends.sparql import SparqlGraph
+    from engine.errors import StoreError
+
+    seen: list[tuple[str, str]] = []
+    true = (b'<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#">'
+            b'<head/><boolean>true</boolean></sparql>')
+
+    class Endpoint(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+            query = urllib.parse.parse_qs(body)["query"][0]
+            seen.append((self.headers["Accept"], query))
+            reply = true if query.startswith("ASK") else b"<html>not results</html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/sparql-results+xml")
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Endpoint)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        kg = SparqlGraph(f"sparql+http://127.0.0.1:{server.server_port}/sparql", runs=tmp_path / "runs")
+        with pytest.raises(StoreError, match="not SPARQL XML results"):
+            kg.relations(["http://example.org/x"])
+        kg.close()
+    finally:
+        server.shutdown()
+    assert len(seen) >= 2
+    for accept, query in seen:
+        assert accept == "application/sparql-results+xml"
+        assert not [line for line in query.splitlines() if line.lstrip().startswith("#")]
+    assert "SELECT DISTINCT ?e ?p ?dir" in seen[-1][1]  # the relation listing, whose .rq file has comments
