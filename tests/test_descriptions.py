@@ -148,3 +148,14 @@ def test_cli_missing_file_is_one_clear_line(tmp_path, family, tog):
     r = tog("ask", "what is the nation of ann_example ?", "--topic", "ann_example", "--store", store,
             "--relation-descriptions", tmp_path / "none.toml")
     assert_clean_error(r, "relation description file not found", "none.toml")
+
+
+def test_reading_order_and_focus_ignore_the_topic():
+    # "the birthplace of X's wife": the possessive after the topic is read first
+    spouse, born = Relation(RELATION_NS + "spouse"), Relation(RELATION_NS + "place_of_birth")
+    model = QuestionModel.of("what is the place of birth of ann_example 's spouse ?", ["ann_example"])
+    assert model.order([spouse, born]) == 1.0
+    assert model.order([born, spouse]) < 1.0
+    # "what is the X's ..." names no kind: the topic is not the thing asked for
+    assert not QuestionModel.of("what is the claudius 's father ?", ["claudius"]).focus
+    assert QuestionModel.of("which nationality is claudius 's father ?", ["claudius"]).focus

@@ -259,3 +259,26 @@ def test_unknown_components_name_the_choices():
         get_pruner("nope")
     with pytest.raises(UnknownComponentError, match=r"unknown reasoner 'nope'; available: (llm, )?offline"):
         get_reasoner("nope")
+
+
+def test_no_relation_listing_after_the_last_depth(kg, monkeypatch):
+    """The search stops at depth D anyway: the relations around the last
+    beam are never asked for."""
+    calls = []
+    plain = kg.relations
+    monkeypatch.setattr(kg, "relations", lambda entities: calls.append(list(entities)) or plain(entities))
+    run(kg, "who directed the films written by [Paul Author]", depth=1)
+    assert len(calls) == 1  # around the topic only
+    calls.clear()
+    run(kg, "who directed the films written by [Paul Author]", depth=2, threshold=1.0)
+    assert len(calls) == 2
+
+
+def test_a_topic_given_as_an_iri_is_not_searched_by_name(kg, monkeypatch):
+    searched = []
+    plain = kg.search_entities
+    monkeypatch.setattr(kg, "search_entities", lambda keys: searched.append(list(keys)) or plain(keys))
+    r = run(kg, "who directed [Quiz Game]", topics=(f"<{iri('quiz')}>",))
+    assert [t.name for t in r.topics] == ["Quiz Game"] and not searched
+    run(kg, "who directed it", topics=("Quiz Game",))
+    assert searched  # a name still goes through the name index
