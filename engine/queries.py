@@ -41,13 +41,16 @@ def sparql_values(rows: Iterable[Sequence[object]]) -> str:
     return "\n    ".join(out)
 
 
-def render(name: str, **blocks: str) -> str:
+def render(name: str, **blocks: str | int) -> str:
     """``sparql(name)`` with each ``{{block}}`` replaced by a VALUES body
-    produced by :func:`sparql_values`."""
+    produced by :func:`sparql_values`, by other rendered statements, or by
+    an ``int`` (a LIMIT or an OFFSET)."""
     text = sparql(name)
     for key, body in blocks.items():
         marker = "{{" + key + "}}"
         if marker not in text:
             raise KeyError(f"sparql/{name}.rq has no {marker}")
-        text = text.replace(marker, body)
+        if isinstance(body, bool) or not isinstance(body, (str, int)):
+            raise TypeError(f"{{{{{key}}}}} of sparql/{name}.rq takes text or an int, not {body!r}")
+        text = text.replace(marker, str(body))
     return text

@@ -98,10 +98,12 @@ def test_an_unreachable_endpoint_is_one_line(tog, tmp_path, monkeypatch):
     assert "Traceback" not in result.output
 
 
-def test_expand_names_only_the_kept_sample(endpoint, tmp_path):
-    """A hub's tails are fetched without names; only the candidates kept (the
-    first ``limit`` named ones in the sample order) are named, more only
-    where some had no name, and the candidates equal the embedded store's."""
+def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_path):
+    """The endpoint picks each pair's sample itself (SHA-1 order) and sends
+    a page with names, not the hub: the candidates equal the embedded
+    store's for every limit, with unnamed tails, literals (non-ASCII ones,
+    which Virtuoso hashes unlike us, are ordered by the client) and
+    non-ASCII IRIs; a pair whose first page is all named costs one request."""
     from conftest import load_into, write_nt
 
     from engine.backends.sparql import SparqlGraph
@@ -110,28 +112,43 @@ def test_expand_names_only_the_kept_sample(endpoint, tmp_path):
     ex = "http://example.org/hub/"
     label = "http://www.w3.org/2000/01/rdf-schema#label"
     lines = [f'<{ex}film> <{label}> "Hub Film" .']
-    for i in range(12):
-        lines.append(f"<{ex}film> <{ex}starring> <{ex}actor{i}> .")
-        if i % 4:  # every fourth actor has no name: looked for beyond the first batch
-            lines.append(f'<{ex}actor{i}> <{label}> "Actor {i}" .')
+    actors = [f"{ex}actor{i}" for i in range(30)] + [f"{ex}G\u00e9rard{i}" for i in range(3)]
+    for i, actor in enumerate(actors):
+        lines.append(f"<{ex}film> <{ex}starring> <{actor}> .")
+        if i % 4:  # every fourth actor has no name: the page goes on past it
+            lines.append(f'<{actor}> <{label}> "Actor {i}" .')
+    for text in ("Caf\u00e9 \u2615", "plain", "\u00dcn\u00efcode", "zz"):
+        lines.append(f'<{ex}film> <{ex}starring> "{text}" .')
+    for i in range(30):
+        lines.append(f'<{ex}film> <{ex}directed> <{ex}director{i}> .')
+        lines.append(f'<{ex}director{i}> <{label}> "Director {i}" .')
     nt = write_nt(tmp_path / "hub.nt", lines)
     graph = f"http://tog.test/{uuid.uuid4().hex}"
     launcher = str(REPO / "launcher" / "virtuoso-server")
     assert subprocess.run([launcher, "load", str(nt), graph], capture_output=True, timeout=120).returncode == 0
     local, _ = load_into(tmp_path / "local", nt)
     remote = SparqlGraph(f"{os.environ['TOG_SPARQL_ENDPOINT']}?default-graph-uri={graph}", runs=tmp_path / "runs")
-    asked: list[int] = []
-    plain_labels = remote.labels
-    remote.labels = lambda ids: asked.append(len(ids)) or plain_labels(ids)
+    sent: list[set[str]] = []  # the distinct neighbours in each answer
+    plain_query = remote._kg_query
+
+    def spy(text):
+        rows = plain_query(text)
+        sent.append({r["x"].value for r in rows if r["x"] is not None})
+        return rows
+
+    remote._kg_query = spy
+    film = f"{ex}film"
+    starring, directed = Relation(f"{ex}starring", "out"), Relation(f"{ex}directed", "out")
     try:
-        request = [(f"{ex}film", Relation(f"{ex}starring", "out"))]
-        for limit in (1, 3, 5, 20):
-            asked.clear()
-            got = [(c.node.id, c.node.name) for c in remote.expand(request, limit=limit)]
-            assert got == [(c.node.id, c.node.name) for c in local.expand(request, limit=limit)]
-            assert len(got) == min(limit, 12)
-            if limit < 12:
-                assert asked and max(asked) <= limit  # never the whole hub
+        for limit in range(1, 40):
+            for request in ([(film, starring)], [(film, directed)], [(film, starring), (film, directed)]):
+                sent.clear()
+                got = [(c.node.id, c.node.name) for c in remote.expand(request, limit=limit)]
+                assert got == [(c.node.id, c.node.name) for c in local.expand(request, limit=limit)], limit
+                if 4 * limit + 1 < len(actors):
+                    assert len(set().union(*sent) & set(actors)) < len(actors)  # never the whole hub
+                if request == [(film, directed)]:
+                    assert len(sent) == 1 and len(sent[0]) <= limit + 1
     finally:
         remote.close()
         subprocess.run([launcher, "drop", graph], capture_output=True, timeout=120)

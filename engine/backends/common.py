@@ -4,9 +4,11 @@ name wins."""
 
 from __future__ import annotations
 
-import zlib
+import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+
+import pyoxigraph as ox
 
 from engine.graph import Candidate, Node, Relation, local_name
 
@@ -27,10 +29,19 @@ def lang_rank(lang: str | None) -> int:
     return 3
 
 
-def sample_key(node_id: str) -> tuple[int, str]:
-    """A reproducible pseudo-random order (a hash of the id), used when a
-    node has more neighbours than wanted."""
-    return zlib.crc32(node_id.encode("utf-8")), node_id
+def sample_key(node_id: str) -> tuple[str, str]:
+    """A reproducible pseudo-random order, used when a node has more
+    neighbours than wanted: the SHA-1 of the IRI (of the lexical form for a
+    literal, given as its N-Triples id), which a SPARQL endpoint computes
+    as ``SHA1(STR(?x))`` and so can pick the same sample itself."""
+    text = _lexical(node_id) if node_id.startswith('"') else node_id
+    return hashlib.sha1(text.encode("utf-8")).hexdigest(), node_id
+
+
+def _lexical(literal_id: str) -> str:
+    """The lexical form of a literal given in N-Triples form."""
+    quad = next(iter(ox.parse(f"<urn:x> <urn:x> {literal_id} .", ox.RdfFormat.N_TRIPLES)))
+    return quad.object.value
 
 
 def natural(path_id: str) -> tuple[int, str]:

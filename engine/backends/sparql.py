@@ -2,8 +2,9 @@
 
 ``--store sparql+http://HOST:8890/sparql`` (or ``sparql+https://``; add
 ``?default-graph-uri=IRI`` to restrict the default graph). The KG is read
-with the same batched queries as the embedded store (``sparql/*.rq``: one
-request per beam step, ``VALUES`` rows, full IRIs), each request on a fresh
+with batched queries (``sparql/*.rq``: one request per beam step, ``VALUES``
+rows, full IRIs); following relations, the endpoint picks each pair's
+sample itself and sends one page of it with names (see ``expand``), each request on a fresh
 HTTP connection (Virtuoso stalls about 49 ms on answers past ~32 KB over a
 reused connection), with XML results, read by pyoxigraph (Virtuoso 7.2
 writes JSON results about 5x slower: 23 against 4 ms for 460 rows). The
@@ -44,6 +45,7 @@ from engine.graph import DEFAULT_POLICY, Candidate, Node, Relation, RelationPoli
 from engine.queries import render, sparql, sparql_values
 
 SCHEMES = ("sparql+http", "sparql+https")
+PAGE_PAIRS = 40  # (entity, relation) pairs per page request
 
 
 def _without_comments(text: str) -> str:
@@ -54,6 +56,12 @@ def _without_comments(text: str) -> str:
 
 def is_sparql_uri(spec: str) -> bool:
     return spec.split("://", 1)[0].lower() in SCHEMES if "://" in spec else False
+
+
+def _paged(xid: str) -> bool:
+    """Whether the endpoint orders this neighbour (an IRI in printable
+    ASCII, as ``tails_page_*.rq`` selects them); the rest come whole."""
+    return not xid.startswith('"') and xid.isascii() and xid.isprintable() and " " not in xid
 
 
 class _Row(dict):
@@ -160,32 +168,52 @@ class SparqlGraph(OxigraphGraph):
         return {k: [Node(e, names.get(e, local_name(e))) for e in sorted(v)] for k, v in found.items()}
 
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100) -> list[Candidate]:
-        """Tails first, without names (one request per direction); then
-        batched name lookups for just the sample the engine keeps (the first
-        ``limit`` named per request in ``sample_key`` order, as the embedded
-        store picks them). A hub's hundreds of tails are never named."""
-        seen: dict[tuple[str, Relation], dict[str, ox.NamedNode | ox.Literal]] = defaultdict(dict)
-        for direction in ("out", "in"):
-            pairs = [(ox.NamedNode(e), ox.NamedNode(r.id)) for e, r in requests
-                     if r.direction == direction and not e.startswith('"')]
-            for part in chunks(pairs, BATCH):
-                text = render(f"tails_{direction}", pairs=sparql_values(part))
-                for row in self._kg_query(text):
+        """Each pair's neighbours a page at a time in ``sample_key`` order,
+        chosen by the endpoint, with their names (``tails_page.rq``): one
+        request for the first ``limit`` of every pair, another only for
+        pairs where some of those had no name (up to the window of four
+        times ``limit`` the embedded store looks at). A hub's hundreds of
+        neighbours never leave the server."""
+        pairs = list(dict.fromkeys((e, r) for e, r in requests if not e.startswith('"')))
+        window = limit * 4
+        seen: dict[tuple[str, Relation], dict[str, ox.NamedNode | ox.Literal]] = {p: {} for p in pairs}
+        name_rows: list[tuple[str, str, ox.Literal]] = []
+        names: dict[str, str] = {}
+        todo = {pair: 0 for pair in pairs}  # pair -> offset of its next page
+        while todo:
+            sizes = {pair: limit if offset == 0 else window - offset for pair, offset in todo.items()}
+            got: dict[tuple[str, Relation], dict] = defaultdict(dict)
+            for part in chunks(list(todo), PAGE_PAIRS):
+                for row in self._kg_query(self._page_query(part, todo, sizes)):
                     x = row["x"]
-                    if isinstance(x, ox.BlankNode):
-                        continue
                     xid = str(x) if isinstance(x, ox.Literal) else x.value
-                    seen[(row["e"].value, Relation(row["p"].value, direction))][xid] = x
-        window = {key: sorted(terms, key=sample_key)[: limit * 4] for key, terms in seen.items()}
-        names = self._name_until(window, seen, limit)
+                    got[part[int(row["i"].value)]][xid] = x
+                    if row["name"] is not None:
+                        name_rows.append((xid, row["np"].value, row["name"]))
+            names = self._pick_names(name_rows)
+            following = {}
+            for pair, offset in todo.items():
+                iris = sorted((x for x in got[pair] if _paged(x)), key=sample_key)
+                seen[pair].update(got[pair])
+                more = len(iris) > sizes[pair]  # one row past the page: the pair goes on
+                if not more:
+                    continue
+                del seen[pair][iris[-1]]  # that row belongs to the next page
+                edge = sample_key(iris[-2])
+                # named neighbours before the page's edge (a literal past it
+                # may come after IRIs not fetched yet)
+                named = sum(1 for x in seen[pair] if (x.startswith('"') or x in names) and sample_key(x) <= edge)
+                if named < limit and offset + sizes[pair] < window:
+                    following[pair] = offset + sizes[pair]
+            todo = following
         found: Found = {}
-        for key, ids in window.items():
+        for key, terms in seen.items():
             found[key] = {}
             named = 0
-            for xid in ids:
+            for xid in sorted(terms, key=sample_key)[:window]:
                 if named >= limit:
                     break  # what follows would be cut by select_candidates
-                term = seen[key][xid]
+                term = terms[xid]
                 if isinstance(term, ox.Literal):
                     found[key][xid] = Node(xid, term.value, True, term.datatype.value if term.datatype else None)
                 elif xid in names:
@@ -198,27 +226,19 @@ class SparqlGraph(OxigraphGraph):
         return select_candidates(requests, found, limit,
                                  lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named))
 
-    def _name_until(self, window: dict, seen: dict, limit: int) -> dict[str, str]:
-        """Names for each window's IRIs, in window order, until ``limit`` of
-        its neighbours are named (literals count): usually one batched
-        lookup of ``limit`` per window, more only where some had no name."""
-        names: dict[str, str] = {}
-        asked: set[str] = set()
-        done = {key: 0 for key in window}  # how much of each window is resolved
-        named = {key: 0 for key in window}
-        while True:
-            steps = {key: ids[done[key]: done[key] + limit - named[key]] for key, ids in window.items()
-                     if named[key] < limit and done[key] < len(ids)}
-            if not steps:
-                return names
-            wanted = sorted({x for key, step in steps.items() for x in step
-                             if isinstance(seen[key][x], ox.NamedNode) and x not in asked})
-            if wanted:
-                names.update(self.labels(wanted))
-                asked.update(wanted)
-            for key, step in steps.items():
-                done[key] += len(step)
-                named[key] += sum(1 for x in step if isinstance(seen[key][x], ox.Literal) or x in names)
+    def _page_query(self, part: list[tuple[str, Relation]], offsets: dict, sizes: dict) -> str:
+        """One request for a page of each pair in ``part`` (numbered by
+        position), and the literal objects of those on their first page."""
+        blocks, first = [], defaultdict(list)
+        for i, (e, r) in enumerate(part):
+            row = (ox.Literal(i), ox.NamedNode(e), ox.NamedNode(r.id))
+            blocks.append(render(f"tails_page_{r.direction}", pair=sparql_values([row]),
+                                 limit=sizes[(e, r)] + 1, offset=offsets[(e, r)]))
+            if offsets[(e, r)] == 0:
+                first[r.direction].append(row)
+        for direction, rows in first.items():
+            blocks.append(render(f"tails_rest_{direction}", pairs=sparql_values(rows)))
+        return render("tails_page", pages="\n  UNION\n  ".join(blocks), names=sparql_values(self._name_terms()))
 
     def stats(self) -> dict:
         return {"endpoint": self.endpoint, "triples": int(self._kg_query(sparql("count"))[0]["n"].value),
