@@ -67,6 +67,11 @@ def search_options(fn):
                           "whose reward is its probability that the paths suffice; 0.9 offline]."),
         click.option("--max-candidates", type=click.IntRange(1), default=100, show_default=True,
                      help="Neighbours fetched per (entity, relation)."),
+        click.option("--sample-over", type=click.IntRange(0), default=0, show_default=True,
+                     help="ToG's rule for crowded relations: an (entity, relation) with this many neighbours "
+                          "or more offers only --sample-size of them (ToG: 20); 0 turns it off."),
+        click.option("--sample-size", type=click.IntRange(1), default=5, show_default=True,
+                     help="Neighbours a crowded relation offers (ToG's num_retain_entity)."),
         click.option("--seed", type=int, default=0, show_default=True, help="Seed for tie-breaks and sampling."),
         click.option("--relation-descriptions", type=click.Path(dir_okay=False, path_type=Path), default=None,
                      help="TOML file giving the KG's relations other names and kinds (\"spouse\": husband, "
@@ -102,9 +107,10 @@ def search_options(fn):
     return fn
 
 
-SEARCH_KEYS = ("width", "depth", "method", "pruner", "reasoner", "threshold", "max_candidates", "seed", "record",
-               "model", "api_base", "embedding_model", "temperature_explore", "temperature_reason", "max_tokens", "llm_cache",
-               "cache_sampled", "llm_timeout", "llm_retries", "relation_descriptions")
+SEARCH_KEYS = ("width", "depth", "method", "pruner", "reasoner", "threshold", "max_candidates", "sample_over",
+               "sample_size", "seed", "record", "model", "api_base", "embedding_model", "temperature_explore",
+               "temperature_reason", "max_tokens", "llm_cache", "cache_sampled", "llm_timeout", "llm_retries",
+               "relation_descriptions")
 
 
 def _open(store: str, create: bool = False):
@@ -142,7 +148,8 @@ def _components(o: dict, concurrency: int = 1):
         raise click.UsageError(f"--method {o['method']} asks the LLM alone: --model NAME (or TOG_MODEL)")
     threshold = o["threshold"] if o["threshold"] is not None else (0.5 if reasoner == "llm" else 0.9)
     config = SearchConfig(width=o["width"], depth=o["depth"], method=o["method"], threshold=threshold,
-                          max_candidates=o["max_candidates"], seed=o["seed"])
+                          max_candidates=o["max_candidates"], sample_over=o["sample_over"],
+                          sample_size=o["sample_size"], seed=o["seed"])
     return (config, get_pruner(pruner, seed=o["seed"], client=llm),
             get_reasoner(reasoner, client=llm, method=o["method"]), llm)
 

@@ -181,9 +181,11 @@ class KnowledgeGraph(Protocol):
     #     """Relations seen one hop after ``relation`` (sampled)."""
 
     def expand(
-        self, requests: Sequence[tuple[str, Relation]], limit: int = 100
+        self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *, over: int = 0, size: int = 5
     ) -> list[Candidate]:
-        """Neighbours of each (entity, relation) pair, at most ``limit`` each."""
+        """Neighbours of each (entity, relation) pair, at most ``limit`` each;
+        with ``over`` set, only ``size`` of a pair's that has ``over`` or more
+        (ToG's sampling of crowded relations, see ``backends.common.crowd_cap``)."""
 
     def labels(self, ids: Sequence[str]) -> dict[str, str]:
         """Display names for entity ids (English preferred)."""

@@ -41,10 +41,17 @@ def resolve(kg: KnowledgeGraph, names: Sequence[str]) -> list[Node]:
     # an IRI in angle brackets is only an IRI; anything else may be a name
     keys = {n: name_key(n) for n in names if not (n.startswith("<") and n.endswith(">"))}
     found = kg.search_entities([k for k in keys.values() if k]) if keys else {}
+    iris = {}
     for name in names:
         iri = name[1:-1] if name.startswith("<") and name.endswith(">") else name
         if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$", iri) and _valid_iri(iri):
-            label = kg.labels([iri]).get(iri)  # a named entity is in the KG: no need to ask
+            iris[name] = iri
+    # one batched lookup; a backend may fetch the topics' relations with it (topic_labels)
+    labels = getattr(kg, "topic_labels", kg.labels)(list(dict.fromkeys(iris.values()))) if iris else {}
+    for name in names:
+        iri = iris.get(name)
+        if iri is not None:
+            label = labels.get(iri)  # a named entity is in the KG: no need to ask
             if label is not None or getattr(kg, "has_entity", lambda _: False)(iri):
                 out.append(Node(iri, label if label is not None else local_name(iri)))
                 continue

@@ -36,6 +36,8 @@ class SearchConfig:
     method: str = "tog"
     threshold: float = 0.9
     max_candidates: int = 100
+    sample_over: int = 0
+    sample_size: int = 5
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -49,6 +51,8 @@ class SearchConfig:
             raise TogError(f"threshold must be in [0, 1], not {self.threshold}")
         if self.max_candidates < 1:
             raise TogError("max_candidates must be at least 1")
+        if self.sample_over < 0 or self.sample_size < 1:
+            raise TogError("sample_over must be 0 (off) or more, and sample_size at least 1")
 
 
 class Recorder:
@@ -133,7 +137,7 @@ def search(
                 chosen[pid].append((rels[i], scores[i]))
         # 2. follow the chosen relations, one round trip
         requests = list(dict.fromkeys((p.tail.id, rel) for p in beam for rel, _ in chosen.get(p.id, ())))
-        found = kg.expand(requests, limit=config.max_candidates)
+        found = kg.expand(requests, limit=config.max_candidates, over=config.sample_over, size=config.sample_size)
         if descriptions is not None:
             found = descriptions.describe_candidates(found)
         by_request: dict[tuple[str, Relation], list] = defaultdict(list)

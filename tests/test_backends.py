@@ -85,6 +85,31 @@ def test_expand_limit_keeps_the_same_sample(store_spec, tmp_path):
     assert picked != [iri(f"n{i}") for i in range(7)]
 
 
+def test_tog_sampling_of_crowded_relations(store_spec, tmp_path):
+    """With ``over``, a pair with that many neighbours or more offers only
+    ``size`` of them (the first in the sample order); smaller ones offer
+    all, up to ``limit``."""
+    from engine.backends.common import sample_key
+
+    label = "http://www.w3.org/2000/01/rdf-schema#label"
+    lines = [f"<{iri('hub')}> <{iri('links')}> <{iri(f'n{i}')}> ." for i in range(25)]
+    lines += [f"<{iri('small')}> <{iri('links')}> <{iri(f'n{i}')}> ." for i in range(8)]
+    lines += [f'<{iri(f"n{i}")}> <{label}> "node {i}" .' for i in range(25)]
+    kg = open_spec(store_spec, create=True)
+    load_file(kg, write_nt(tmp_path / "crowd.nt", lines))
+    links = Relation(iri("links"), "out")
+
+    def picked(source, **rule):
+        return [c.node.id for c in kg.expand([(iri(source), links)], limit=100, **rule)]
+
+    hub = sorted((iri(f"n{i}") for i in range(25)), key=sample_key)
+    assert picked("hub") == hub  # off: every neighbour, up to the limit
+    assert picked("hub", over=20, size=5) == hub[:5]
+    assert picked("hub", over=26, size=5) == hub  # 25 is not crowded
+    assert picked("hub", over=25, size=3) == hub[:3]
+    assert len(picked("small", over=8, size=2)) == 2 and len(picked("small", over=9, size=2)) == 8
+
+
 def test_labels_prefer_english_and_decode_literals(fixture_kg):
     names = fixture_kg.labels([iri("quiz"), fb("m.film1"), fb("m.onlyfr"), f'"1994"^^<{XSD}gYear>', iri("nobody")])
     assert names[iri("quiz")] == "Quiz Game"

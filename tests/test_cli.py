@@ -386,3 +386,14 @@ def test_long_answers_are_cut_in_text_output_but_not_in_json(tog, tmp_path):
     assert len(data["answer"]) == 15
     shown = tog("runs", "show", "last", "--store", store).output
     assert "… and 5 more" in next(x for x in shown.splitlines() if x.startswith("answer: "))
+    # ToG's rule for crowded relations: 15 neighbours are crowded at 10, so 4 are offered
+    data = json.loads(tog("ask", "who starred in [Hub Movie]", "--store", store, "--sample-over", "10",
+                          "--sample-size", "4", "--json").output)
+    assert len(data["answer"]) == 4
+    from engine.backends import open_store
+
+    with open_store(str(store)) as kg:
+        info = kg.run(data["run"]).info
+    assert info.config["sample_over"] == 10 and info.config["sample_size"] == 4
+    assert len(json.loads(tog("ask", "who starred in [Hub Movie]", "--store", store, "--sample-over", "16",
+                              "--json").output)["answer"]) == 15

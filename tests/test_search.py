@@ -184,7 +184,7 @@ def test_depth_bounds_the_search(kg, method):
 
 def test_search_config_is_validated():
     for bad in (dict(width=0), dict(width=51), dict(depth=0), dict(depth=11), dict(method="bfs"),
-                dict(threshold=1.5), dict(max_candidates=0)):
+                dict(threshold=1.5), dict(max_candidates=0), dict(sample_over=-1), dict(sample_size=0)):
         with pytest.raises(TogError):
             SearchConfig(**bad)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 
 import pyoxigraph as ox
 
@@ -29,6 +30,7 @@ def lang_rank(lang: str | None) -> int:
     return 3
 
 
+@lru_cache(maxsize=1 << 16)  # hubs come back question after question
 def sample_key(node_id: str) -> tuple[str, str]:
     """A reproducible pseudo-random order, used when a node has more
     neighbours than wanted: the SHA-1 of the IRI (of the lexical form for a
@@ -55,21 +57,36 @@ def chunks(items: Sequence, size: int) -> Iterable[Sequence]:
         yield items[i:i + size]
 
 
+def crowd_cap(neighbours: int, limit: int, over: int = 0, size: int = 5) -> int:
+    """How many candidates a pair with ``neighbours`` offers: ``limit``, or
+    with ``over`` set, ToG's rule for crowded relations: ``size`` of them
+    when there are ``over`` or more (ToG samples 5 of 20 or more)."""
+    return min(limit, size) if over and neighbours >= over else limit
+
+
 def select_candidates(
     requests: Sequence[tuple[str, Relation]],
     found: Found,
     limit: int,
     look_through: Callable[[list[tuple[tuple[str, Relation], str]], int], list[Candidate]],
+    *,
+    over: int = 0,
+    size: int = 5,
+    counts: dict[tuple[str, Relation], int] | None = None,
 ) -> list[Candidate]:
-    """At most ``limit`` candidates per request, the same on every backend:
-    neighbours in ``sample_key`` order (four times the limit, leaving room
-    for unnamed nodes), unnamed ones replaced by what ``look_through`` finds
-    behind them."""
+    """At most ``limit`` candidates per request (fewer for crowded ones, see
+    ``crowd_cap``), the same on every backend: neighbours in ``sample_key``
+    order (four times the cap, leaving room for unnamed nodes), unnamed ones
+    replaced by what ``look_through`` finds behind them. ``counts`` gives
+    each pair's number of neighbours where ``found`` holds only a window."""
     candidates: list[Candidate] = []
     unnamed: list[tuple[tuple[str, Relation], str]] = []
+    caps: dict[tuple[str, Relation], int] = {}
     for source, rel in requests:
         seen = found.get((source, rel), {})
-        for xid in sorted(seen, key=sample_key)[: limit * 4]:
+        n = counts[(source, rel)] if counts and (source, rel) in counts else len(seen)
+        cap = caps[(source, rel)] = crowd_cap(n, limit, over, size)
+        for xid in sorted(seen, key=sample_key)[: cap * 4]:
             node = seen[xid]
             if node is None:
                 unnamed.append(((source, rel), xid))
@@ -81,7 +98,7 @@ def select_candidates(
     kept = []
     for c in candidates:
         k = (c.source, c.relation)
-        if per[k] < limit:
+        if per[k] < caps.get(k, limit):
             per[k] += 1
             kept.append(c)
     return kept

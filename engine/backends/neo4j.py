@@ -270,7 +270,8 @@ class Neo4jGraph(ThreadMeter, PendingWrites):
         label_relations(self, out, self._relation_labels)
         return out
 
-    def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100) -> list[Candidate]:
+    def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
+               over: int = 0, size: int = 5) -> list[Candidate]:
         found: Found = defaultdict(dict)
         for direction in ("out", "in"):
             pairs = [[e, r.id] for e, r in dict.fromkeys(requests)
@@ -281,7 +282,8 @@ class Neo4jGraph(ThreadMeter, PendingWrites):
                     found[key][row["x"]] = _node(row)
         return select_candidates(
             requests, found, limit,
-            lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named))
+            lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named),
+            over=over, size=size)
 
     def _expand_named(self, requests: list[tuple[str, Relation]], limit: int) -> dict[str, list[Candidate]]:
         by_source: dict[str, list[Candidate]] = defaultdict(list)

@@ -197,7 +197,8 @@ class OxigraphGraph(ThreadMeter):
         label_relations(self, out, self._relation_labels)
         return out
 
-    def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100) -> list[Candidate]:
+    def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
+               over: int = 0, size: int = 5) -> list[Candidate]:
         names = self._name_terms()
         found: dict[tuple[str, Relation], dict[str, list]] = defaultdict(dict)
         for direction in ("out", "in"):
@@ -226,7 +227,8 @@ class OxigraphGraph(ThreadMeter):
                     nodes[key][xid] = Node(xid, name) if name is not None else None
         return select_candidates(
             requests, nodes, limit,
-            lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named))
+            lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named),
+            over=over, size=size)
 
     def _expand_named(self, requests: list[tuple[str, Relation]], limit: int) -> dict[str, list[Candidate]]:
         names = self._name_terms()

@@ -38,7 +38,15 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from engine.backends.common import Found, chunks, look_through, sample_key, select_candidates
+from engine.backends.common import (
+    Found,
+    chunks,
+    crowd_cap,
+    label_relations,
+    look_through,
+    sample_key,
+    select_candidates,
+)
 from engine.backends.oxigraph import BATCH, OxigraphGraph
 from engine.errors import StoreError
 from engine.graph import DEFAULT_POLICY, Candidate, Node, Relation, RelationPolicy, local_name, name_key
@@ -46,6 +54,9 @@ from engine.queries import render, sparql, sparql_values
 
 SCHEMES = ("sparql+http", "sparql+https")
 PAGE_PAIRS = 40  # (entity, relation) pairs per page request
+WHOLE = 10 ** 9  # the page size that asks for a pair whole
+AHEAD_MAX = 1_000  # topics whose relations wait for the search
+SORTED_MAX = 10_000  # rows Virtuoso sorts for ORDER BY ... LIMIT (MaxSortedTopRows); beyond, a pair comes whole
 
 
 def _without_comments(text: str) -> str:
@@ -59,8 +70,9 @@ def is_sparql_uri(spec: str) -> bool:
 
 
 def _paged(xid: str) -> bool:
-    """Whether the endpoint orders this neighbour (an IRI in printable
-    ASCII, as ``tails_page_*.rq`` selects them); the rest come whole."""
+    """Whether the endpoint orders this neighbour by its SHA-1 (an IRI in
+    printable ASCII, as ``tails_page_*.rq`` tells them apart); the others
+    come first in a page, unordered, and the client orders them."""
     return not xid.startswith('"') and xid.isascii() and xid.isprintable() and " " not in xid
 
 
@@ -99,6 +111,8 @@ class SparqlGraph(OxigraphGraph):
             Path(".tog") / "sparql-runs" / f"{parts.hostname}-{parts.port or 80}-"
                                            f"{hashlib.sha1(spec.encode()).hexdigest()[:6]}")
         super().__init__(where, create=True, policy=policy)
+        self._ahead: dict[str, list[Relation]] = {}  # relations fetched with topic names
+        self._used_names: list[tuple[ox.NamedNode]] | None = None
         try:
             self._remote("ASK { }")
         except StoreError as e:
@@ -144,11 +158,52 @@ class SparqlGraph(OxigraphGraph):
 
     # -- what differs from the embedded store ---------------------------------
     def has_entity(self, entity: str) -> bool:
+        if self._ahead.get(entity):
+            return True  # relations were found around it (topic_labels)
         try:
             node = ox.NamedNode(entity)
         except ValueError:
             return False
         return bool(self._kg_query(render("ask_entity", entity=sparql_values([(node,)]))))
+
+    def _name_terms(self) -> list[tuple[ox.NamedNode]]:
+        """The name predicates the endpoint uses (asked once): every name
+        lookup is cheaper without the others."""
+        if self._used_names is None:
+            terms = super()._name_terms()
+            used = {r["np"].value for r in self._kg_query(render("name_predicates", names=sparql_values(terms)))}
+            self._used_names = [t for t in terms if t[0].value in used] or terms
+        return self._used_names
+
+    def topic_labels(self, ids: Sequence[str]) -> dict[str, str]:
+        """Names of topic entities (``linking.resolve``); the same request
+        lists the relations around them, kept for the search's first
+        ``relations`` call, which then costs no round trip."""
+        iris = [i for i in dict.fromkeys(ids) if not i.startswith('"')]
+        if not iris:
+            return self.labels(ids)
+        entities = sparql_values([(ox.NamedNode(i),) for i in iris])
+        name_rows = []
+        around: dict[str, list[Relation]] = {i: [] for i in iris}
+        skip = set(self.name_predicates)
+        for row in self._kg_query(render("topics", entities=entities, names=sparql_values(self._name_terms()))):
+            if row["name"] is not None:
+                name_rows.append((row["e"].value, row["np"].value, row["name"]))
+            elif row["p"] is not None and self.policy.allows(row["p"].value) and row["p"].value not in skip:
+                around[row["e"].value].append(Relation(row["p"].value, row["dir"].value))
+        for rels in around.values():
+            rels.sort(key=lambda r: (r.id, r.direction))
+        label_relations(self, around, self._relation_labels)
+        if len(self._ahead) > AHEAD_MAX:  # topics of questions that never got to search
+            self._ahead.clear()
+        self._ahead.update(around)
+        return self._pick_names(name_rows)
+
+    def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
+        ahead = {e: self._ahead.pop(e, None) for e in dict.fromkeys(entities)}
+        if entities and all(rels is not None for rels in ahead.values()):
+            return {e: list(rels) for e, rels in ahead.items()}
+        return super().relations(entities)
 
     def search_entities(self, keys: Sequence[str]) -> dict[str, list[Node]]:
         keys = list(dict.fromkeys(k for k in keys if k))
@@ -167,24 +222,29 @@ class SparqlGraph(OxigraphGraph):
         names = self.labels([e for ents in found.values() for e in ents])
         return {k: [Node(e, names.get(e, local_name(e))) for e in sorted(v)] for k, v in found.items()}
 
-    def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100) -> list[Candidate]:
+    def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
+               over: int = 0, size: int = 5) -> list[Candidate]:
         """Each pair's neighbours a page at a time in ``sample_key`` order,
         chosen by the endpoint, with their names (``tails_page.rq``): one
-        request for the first ``limit`` of every pair, another only for
-        pairs where some of those had no name (up to the window of four
-        times ``limit`` the embedded store looks at). A hub's hundreds of
-        neighbours never leave the server."""
+        request for the first page of every pair, another only for pairs
+        where some of those had no name (up to the window of four times the
+        cap the embedded store looks at). A hub's thousands of neighbours
+        never leave the server. With ToG's rule for crowded relations
+        (``over``), the first page holds ``over`` neighbours: enough to tell
+        whether the pair is crowded."""
         pairs = list(dict.fromkeys((e, r) for e, r in requests if not e.startswith('"')))
-        window = limit * 4
+        first = max(over - 1, 1) if over else limit
         seen: dict[tuple[str, Relation], dict[str, ox.NamedNode | ox.Literal]] = {p: {} for p in pairs}
+        counts: dict[tuple[str, Relation], int] = {}  # neighbours (at least) per pair
+        caps: dict[tuple[str, Relation], int] = {}
+        unordered: dict[tuple[str, Relation], int] = {}  # what the endpoint cannot order (first)
         name_rows: list[tuple[str, str, ox.Literal]] = []
         names: dict[str, str] = {}
-        todo = {pair: 0 for pair in pairs}  # pair -> offset of its next page
+        todo = {pair: (0, first) for pair in pairs}  # pair -> (offset, size) of its next page
         while todo:
-            sizes = {pair: limit if offset == 0 else window - offset for pair, offset in todo.items()}
             got: dict[tuple[str, Relation], dict] = defaultdict(dict)
             for part in chunks(list(todo), PAGE_PAIRS):
-                for row in self._kg_query(self._page_query(part, todo, sizes)):
+                for row in self._kg_query(self._page_query(part, todo)):
                     x = row["x"]
                     xid = str(x) if isinstance(x, ox.Literal) else x.value
                     got[part[int(row["i"].value)]][xid] = x
@@ -192,26 +252,34 @@ class SparqlGraph(OxigraphGraph):
                         name_rows.append((xid, row["np"].value, row["name"]))
             names = self._pick_names(name_rows)
             following = {}
-            for pair, offset in todo.items():
-                iris = sorted((x for x in got[pair] if _paged(x)), key=sample_key)
-                seen[pair].update(got[pair])
-                more = len(iris) > sizes[pair]  # one row past the page: the pair goes on
-                if not more:
+            for pair, (offset, page) in todo.items():
+                rows = got[pair]
+                if offset == 0:
+                    counts[pair] = len(rows)
+                    caps[pair] = crowd_cap(len(rows), limit, over, size)
+                seen[pair].update(rows)
+                if len(rows) <= page:
+                    continue  # no row past the page: the pair is complete
+                ordered = sorted((x for x in rows if _paged(x)), key=sample_key)
+                if not ordered:  # a page of unordered neighbours only: ask for the pair whole
+                    following[pair] = (0, WHOLE)
                     continue
-                del seen[pair][iris[-1]]  # that row belongs to the next page
-                edge = sample_key(iris[-2])
-                # named neighbours before the page's edge (a literal past it
-                # may come after IRIs not fetched yet)
-                named = sum(1 for x in seen[pair] if (x.startswith('"') or x in names) and sample_key(x) <= edge)
-                if named < limit and offset + sizes[pair] < window:
-                    following[pair] = offset + sizes[pair]
+                del seen[pair][ordered[-1]]  # the row past the page belongs to the next one
+                if offset == 0:
+                    unordered[pair] = len(rows) - len(ordered)  # they come first: all are here
+                # named neighbours known to come before every one not fetched yet
+                edge = sample_key(ordered[-1])
+                named = sum(1 for x in seen[pair] if (x.startswith('"') or x in names) and sample_key(x) < edge)
+                fetched = offset + page - unordered[pair]  # ordered ones so far
+                if named < caps[pair] and fetched < 4 * caps[pair]:
+                    following[pair] = (offset + page, 4 * caps[pair] - fetched)
             todo = following
         found: Found = {}
         for key, terms in seen.items():
             found[key] = {}
             named = 0
-            for xid in sorted(terms, key=sample_key)[:window]:
-                if named >= limit:
+            for xid in sorted(terms, key=sample_key)[: 4 * caps[key]]:
+                if named >= caps[key]:
                     break  # what follows would be cut by select_candidates
                 term = terms[xid]
                 if isinstance(term, ox.Literal):
@@ -221,23 +289,25 @@ class SparqlGraph(OxigraphGraph):
                 else:
                     found[key][xid] = None
                 named += found[key][xid] is not None
-            if named >= limit:  # unnamed nodes would only be looked through to be cut
+            if named >= caps[key]:  # unnamed nodes would only be looked through to be cut
                 found[key] = {x: n for x, n in found[key].items() if n is not None}
         return select_candidates(requests, found, limit,
-                                 lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named))
+                                 lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named),
+                                 over=over, size=size, counts=counts)
 
-    def _page_query(self, part: list[tuple[str, Relation]], offsets: dict, sizes: dict) -> str:
-        """One request for a page of each pair in ``part`` (numbered by
-        position), and the literal objects of those on their first page."""
-        blocks, first = [], defaultdict(list)
+    def _page_query(self, part: list[tuple[str, Relation]], pages: dict) -> str:
+        """One request for a page (offset, size) of each pair in ``part``,
+        numbered by position; one row more than the size shows whether the
+        pair goes on."""
+        blocks = []
         for i, (e, r) in enumerate(part):
+            offset, size = pages[(e, r)]
             row = (ox.Literal(i), ox.NamedNode(e), ox.NamedNode(r.id))
-            blocks.append(render(f"tails_page_{r.direction}", pair=sparql_values([row]),
-                                 limit=sizes[(e, r)] + 1, offset=offsets[(e, r)]))
-            if offsets[(e, r)] == 0:
-                first[r.direction].append(row)
-        for direction, rows in first.items():
-            blocks.append(render(f"tails_rest_{direction}", pairs=sparql_values(rows)))
+            if offset + size + 1 > SORTED_MAX:  # past what an endpoint sorts for a page
+                blocks.append(render(f"tails_whole_{r.direction}", pair=sparql_values([row])))
+            else:
+                blocks.append(render(f"tails_page_{r.direction}", pair=sparql_values([row]),
+                                     limit=size + 1, offset=offset))
         return render("tails_page", pages="\n  UNION\n  ".join(blocks), names=sparql_values(self._name_terms()))
 
     def stats(self) -> dict:
