@@ -183,15 +183,19 @@ class OxigraphGraph(ThreadMeter):
 
     # -- KnowledgeGraph ---------------------------------------------------
     def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
-        out: dict[str, list[Relation]] = {e: [] for e in entities}
         iris = [e for e in entities if not e.startswith('"')]
+        rows = [row for part in chunks(iris, BATCH)
+                for row in self._kg_query(render("relations", entities=_rows(part)))]
+        return self._relations_from(rows, entities)
+
+    def _relations_from(self, rows: Iterable, entities: Sequence[str]) -> dict[str, list[Relation]]:
+        """The informative relations in (?e ?p ?dir) rows, sorted and named."""
+        out: dict[str, list[Relation]] = {e: [] for e in entities}
         names = set(self.name_predicates)
-        for part in chunks(iris, BATCH):
-            values = render("relations", entities=_rows(part))
-            for row in self._kg_query(values):
-                pred = row["p"].value
-                if self.policy.allows(pred) and pred not in names:
-                    out[row["e"].value].append(Relation(pred, row["dir"].value))
+        for row in rows:
+            pred = row["p"].value
+            if self.policy.allows(pred) and pred not in names:
+                out[row["e"].value].append(Relation(pred, row["dir"].value))
         for rels in out.values():
             rels.sort(key=lambda r: (r.id, r.direction))
         label_relations(self, out, self._relation_labels)

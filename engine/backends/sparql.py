@@ -42,7 +42,6 @@ from engine.backends.common import (
     Found,
     chunks,
     crowd_cap,
-    label_relations,
     look_through,
     sample_key,
     select_candidates,
@@ -183,17 +182,9 @@ class SparqlGraph(OxigraphGraph):
         if not iris:
             return self.labels(ids)
         entities = sparql_values([(ox.NamedNode(i),) for i in iris])
-        name_rows = []
-        around: dict[str, list[Relation]] = {i: [] for i in iris}
-        skip = set(self.name_predicates)
-        for row in self._kg_query(render("topics", entities=entities, names=sparql_values(self._name_terms()))):
-            if row["name"] is not None:
-                name_rows.append((row["e"].value, row["np"].value, row["name"]))
-            elif row["p"] is not None and self.policy.allows(row["p"].value) and row["p"].value not in skip:
-                around[row["e"].value].append(Relation(row["p"].value, row["dir"].value))
-        for rels in around.values():
-            rels.sort(key=lambda r: (r.id, r.direction))
-        label_relations(self, around, self._relation_labels)
+        rows = self._kg_query(render("topics", entities=entities, names=sparql_values(self._name_terms())))
+        name_rows = [(r["e"].value, r["np"].value, r["name"]) for r in rows if r["name"] is not None]
+        around = self._relations_from((r for r in rows if r["p"] is not None), iris)
         if len(self._ahead) > AHEAD_MAX:  # topics of questions that never got to search
             self._ahead.clear()
         self._ahead.update(around)
