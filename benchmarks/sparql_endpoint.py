@@ -17,7 +17,11 @@ upper bound). By default the search itself sees up to 100 candidates per
 relation, so the per-item side gets the names beyond ToG's 5 for free (not
 counted): a conservative comparison. With ``--sample-over 20`` both sides
 run ToG's rule in the search too (``tog --sample-over``): the search sees
-exactly the 5 candidates ToG names, and every name is counted.
+exactly the 5 candidates ToG names, and every name is counted. Each side
+is timed over the whole question, linking included (ToG's side gets its
+topics' names free, as ToG reads them from its question files).
+``--dev-per-hop N`` asks seeded MetaQA dev questions instead of the
+sample's 21.
 
     launcher/virtuoso-server start
     python benchmarks/sparql_endpoint.py --endpoint sparql+http://127.0.0.1:18890/sparql
@@ -170,6 +174,9 @@ def main() -> None:
                          "the search sees SIZE candidates of a relation with this many neighbours or more, and "
                          "the per-item side names exactly those, one query each.")
     ap.add_argument("--sample-size", type=int, default=5, help="Candidates a crowded relation offers (ToG: 5).")
+    ap.add_argument("--dev-per-hop", type=int, default=0,
+                    help="Ask this many MetaQA dev questions per hop (seeded, as benchmarks/metaqa.py picks "
+                         "them; needs ../shared/data) instead of the sample's 21.")
     ap.add_argument("--passes", type=int, default=3,
                     help="Passes over the questions (each prints its figures; the first is cold).")
     ap.add_argument("--keep", action="store_true",
@@ -213,7 +220,18 @@ def main() -> None:
         spec = f"{args.endpoint}?default-graph-uri={graph}"
         batched = SparqlGraph(spec, runs=Path(tmp) / "runs-a")
         per_item = per_item_class()(spec, runs=Path(tmp) / "runs-b")
-        questions = list(read_questions(sample / "questions.txt"))
+        if args.dev_per_hop:
+            from types import SimpleNamespace
+
+            sys.path.insert(0, str(HERE))
+            from metaqa import DEFAULT_DATA
+            from metaqa import sample as dev_sample
+
+            questions = [SimpleNamespace(question=d["question"]) for hop in (1, 2, 3)
+                         for d in dev_sample(DEFAULT_DATA, hop, args.dev_per_hop, 0)]
+            print(f"{len(questions)} MetaQA dev questions ({args.dev_per_hop} per hop)")
+        else:
+            questions = list(read_questions(sample / "questions.txt"))
         pruner, reasoner = get_pruner("hybrid"), get_reasoner("offline")
         config = SearchConfig(sample_over=args.sample_over, sample_size=args.sample_size)
         if args.sample_over:
