@@ -111,6 +111,31 @@ def test_topics_given_as_iris_cost_one_request_with_their_relations(stores):
         local.close()
 
 
+def test_name_lookups_ask_only_for_the_name_predicates_the_endpoint_uses(stores):
+    """Which name predicates the endpoint holds is asked once; lookups then
+    name only those, and still find what the embedded store finds."""
+    from engine.backends import open_store
+
+    remote, local = (open_store(s) for s in stores)
+    try:
+        held = {r["p"].value for r in local.store.query("SELECT DISTINCT ?p WHERE { ?s ?p ?o }")}
+        want = [p for p in remote.name_predicates if p in held]
+        assert want and len(want) < len(remote.name_predicates)
+        sent: list[str] = []
+        plain_query = remote._kg_query
+        remote._kg_query = lambda text: sent.append(text) or plain_query(text)
+        ids = ["http://rdf.freebase.com/ns/m.film1", "http://rdf.freebase.com/ns/m.cvt1"]
+        assert remote.labels(ids) == local.labels(ids)
+        assert remote.labels(ids) == local.labels(ids)
+        assert [t.value for (t,) in remote._name_terms()] == want
+        assert len(sent) == 3  # the check once, then one request per lookup
+        unused = [p for p in remote.name_predicates if p not in held]
+        assert not any(f"<{p}>" in sent[-1] for p in unused)
+    finally:
+        remote.close()
+        local.close()
+
+
 def test_the_cli_on_the_endpoint_and_its_read_only_refusals(stores, tog):
     spec, _ = stores
     asked = tog("ask", "who starred in [Harbor Lights]", "--store", spec)
