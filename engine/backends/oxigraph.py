@@ -13,6 +13,7 @@ Every statement lives in ``sparql/*.rq``; batches enter through
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -84,6 +85,9 @@ def _term(node_id: str, literal: bool) -> ox.NamedNode | ox.Literal:
     return literal_from_id(node_id) if literal else ox.NamedNode(node_id)
 
 
+_FLUSH_LOCK = threading.Lock()  # see OxigraphGraph._flush_store
+
+
 class OxigraphGraph(ThreadMeter):
     """``KnowledgeGraph`` over pyoxigraph.  ``path=None`` gives an in-memory store."""
 
@@ -126,6 +130,13 @@ class OxigraphGraph(ThreadMeter):
             self.corrections()  # finishes a correction a crash interrupted, before anything reads the KG
 
     # -- plumbing ---------------------------------------------------------
+    def _flush_store(self) -> None:
+        """``Store.flush`` one thread at a time: two RocksDB flushes racing on
+        one database can hang forever (facebook/rocksdb#12094), which
+        ``tog eval --concurrency`` did here once, in ``finish_run``."""
+        with _FLUSH_LOCK:
+            self.store.flush()
+
     def _query(self, text: str, **kwargs):
         started = time.perf_counter()
         try:
@@ -141,7 +152,7 @@ class OxigraphGraph(ThreadMeter):
 
     def close(self) -> None:
         try:
-            self.store.flush()
+            self._flush_store()
         except OSError:
             pass
         self.index.close()
@@ -346,7 +357,7 @@ class OxigraphGraph(ThreadMeter):
     def set_checkpoint(self, source: str, **values) -> None:
         """Make the data written so far durable, then record the checkpoint
         (and the names queued with it) in one transaction."""
-        self.store.flush()
+        self._flush_store()
         self.index.set_checkpoint(source, **values)
 
     # -- runs ---------------------------------------------------------------
@@ -408,7 +419,7 @@ class OxigraphGraph(ThreadMeter):
         if run.finished:
             quads.append(ox.Quad(g, _v("finished"), ox.Literal(run.finished, datatype=ox.NamedNode(XSD + "dateTime")), g))
         self.store.extend(quads)
-        self.store.flush()
+        self._flush_store()
 
     def runs(self) -> list[RunInfo]:
         out = []
@@ -471,7 +482,7 @@ class OxigraphGraph(ThreadMeter):
         self.run(run_id)  # UnknownRunError for a run that is not here
         g = ox.NamedNode(RUN_PREFIX + run_id)
         self.store.add(ox.Quad(g, _v("feedback"), ox.Literal(json.dumps(entry, sort_keys=True)), g))
-        self.store.flush()
+        self._flush_store()
 
     # -- corrections ----------------------------------------------------------
     # Each correction is one JSON record in the graph urn:tog:corrections.  It
@@ -510,7 +521,7 @@ class OxigraphGraph(ThreadMeter):
         self._change(c.removed, c.added)
         c.status = "active"
         self._save_correction(c)
-        self.store.flush()
+        self._flush_store()
         return c
 
     def corrections(self) -> list[Correction]:
@@ -538,7 +549,7 @@ class OxigraphGraph(ThreadMeter):
         self._change(c.added, c.removed)
         c.status = "reverted"
         self._save_correction(c)
-        self.store.flush()
+        self._flush_store()
         return c
 
     def prune_runs(self, older_than: str) -> int:
@@ -551,7 +562,7 @@ class OxigraphGraph(ThreadMeter):
             if dt.datetime.fromisoformat(run.started) < limit:
                 self.store.remove_graph(ox.NamedNode(RUN_PREFIX + run.id))
                 dropped += 1
-        self.store.flush()
+        self._flush_store()
         return dropped
 
 
