@@ -1,5 +1,5 @@
-// [subject, relation, object entity] rows that may exist already.
+// [subject node id, relation, object node id] rows that may exist already.
 UNWIND $rows AS row
-MATCH (s:Entity {id: row[0]})
-MATCH (o:Entity {id: row[2]})
+MATCH (s) WHERE id(s) = row[0]
+MATCH (o) WHERE id(o) = row[2]
 MERGE (s)-[:$(row[1])]->(o)

@@ -1,2 +1,17 @@
-UNWIND $ids AS id
-MERGE (:Entity {id: id})
+// [entity, name or null, rank] rows: one Entity node each; a row's name
+// replaces the node's when it ranks better (lower is better).  The rank is
+// read after taking the node's write lock (the SET/REMOVE pair), as another
+// chunk's transaction may be naming the same entity.
+// Returns [row index, node id] pairs: the edge statements of the same
+// transaction find their ends by these ids instead of the index.
+UNWIND range(0, size($rows) - 1) AS i
+WITH i, $rows[i] AS row
+MERGE (e:Entity {id: row[0]})
+WITH i, row, e
+CALL (e, row) {
+  WITH e, row WHERE row[1] IS NOT NULL
+  SET e.tog_lock = true REMOVE e.tog_lock
+  WITH e, row WHERE e.name_rank IS NULL OR row[2] < e.name_rank
+  SET e.name = row[1], e.name_rank = row[2]
+}
+RETURN collect([i, id(e)]) AS ids

@@ -8,6 +8,10 @@ answers, and runs come back as the same trees.
 
 from __future__ import annotations
 
+import os
+import random
+import threading
+
 import pytest
 from conftest import KG_NT, METAQA, fb, iri, open_spec, write_nt
 
@@ -187,6 +191,72 @@ def test_a_load_killed_between_chunks_resumes_exactly(store_spec, tmp_path, monk
     report = load_file(kg, path, chunk_bytes=2048, segment_lines=100)
     assert report.resumed_from > 0
     assert edges(kg) == 400 and report.lines == 440
+
+
+def _count(uri: str, query: str) -> int:
+    import neo4j
+
+    user, password = os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"]
+    with neo4j.GraphDatabase.driver(uri, auth=(user, password)) as driver:
+        return driver.execute_query(query).records[0][0]
+
+
+@pytest.mark.neo4j
+def test_chunks_committed_out_of_order_resume_after_the_gap(neo4j_store, tmp_path, monkeypatch):
+    """Two chunk transactions run at once.  Chunk 2 fails after chunk 3
+    committed: the re-run resumes after chunk 1 (not 3) and ends exact."""
+    import engine.backends.neo4j as backend
+
+    lines = [f"<{iri(f's{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(400)]
+    path = write_nt(tmp_path / "many.nt", lines)
+    made, third_done = [], threading.Event()
+    make, write, committed = backend.Neo4jGraph._chunk_writer, backend._Chunk.write, backend._Chunk.committed
+
+    def numbered(self, quads, names):
+        chunk = make(self, quads, names)
+        made.append(chunk)
+        chunk.number = len(made)
+        return chunk
+
+    def failing_second(self, tx):
+        if self.number == 2:  # holds no lock while it waits
+            assert third_done.wait(30), "chunk 3 never committed"
+            raise _Killed
+        write(self, tx)
+
+    def noting(self):
+        committed(self)
+        if self.number == 3:
+            third_done.set()
+
+    monkeypatch.setattr(backend.Neo4jGraph, "_chunk_writer", numbered)
+    monkeypatch.setattr(backend._Chunk, "write", failing_second)
+    monkeypatch.setattr(backend._Chunk, "committed", noting)
+    kg = open_spec(neo4j_store, create=True)
+    with pytest.raises(_Killed):
+        load_file(kg, path, chunk_bytes=2048)
+    first_chunk_lines = len(made[0].edges)
+    assert 0 < edges(kg) < 400 and third_done.is_set()
+    monkeypatch.undo()
+    report = load_file(kg, path, chunk_bytes=2048)
+    assert report.resumed_from == first_chunk_lines  # not past chunk 2's lines
+    assert edges(kg) == 400 and report.lines == 400 and report.triples == 400
+    assert _count(neo4j_store, "MATCH (p:TogLoadPart) RETURN count(p)") == 0
+
+
+def test_the_fresh_load_repeat_filter_matches_a_set():
+    from engine.backends.neo4j import _HashSet
+
+    rng = random.Random(5)
+    seen, filter_ = set(), _HashSet()
+    for chunk in range(300):
+        rows = [(f"s{rng.randrange(2000)}", "p", f"o{rng.randrange(40)}") for _ in range(rng.randrange(0, 200))]
+        if chunk % 50 == 7:
+            rows = list(seen)[:50]  # a chunk of repeats only
+        assert filter_.new(rows) == list(dict.fromkeys(r for r in rows if r not in seen))
+        seen.update(rows)
+        filter_.commit()
+    assert sum(len(run) for run in filter_.runs) == len(seen) and len(filter_.runs) < 12
 
 
 # -- runs and answers -----------------------------------------------------

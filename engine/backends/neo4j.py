@@ -23,7 +23,8 @@ import datetime as dt
 import json
 import os
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -62,6 +63,8 @@ from engine.queries import cypher
 SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
 BATCH = 2000          # rows per read statement
 WRITE_BATCH = 20_000  # rows per write statement when loading
+WRITERS = 2  # chunk transactions in flight while loading
+KNOWN_NODES = 2_000_000  # node ids a load remembers (then it starts over)
 HASH_MASK = (1 << 64) - 1
 
 
@@ -136,7 +139,7 @@ class Neo4jGraph(ThreadMeter, PendingWrites):
     """
 
     capabilities = frozenset({"runs", "schema", "corrections"})
-    chunk_bytes = 4 << 20  # loader: bytes of lines written (and checkpointed) per transaction
+    chunk_bytes = 16 << 20  # loader: bytes of lines written (and checkpointed) per transaction
 
     def __init__(
         self,
@@ -168,7 +171,11 @@ class Neo4jGraph(ThreadMeter, PendingWrites):
         self._pending: list[ox.Quad] = []
         self._pending_names: list[tuple[str, str, str]] = []
         self._fresh = False
-        self._seen = None  # hashes of the triples this load wrote (fresh loads only)
+        self._seen = self._seen_keys = None  # hashes of what this load wrote (fresh loads only)
+        self._writers: ThreadPoolExecutor | None = None  # chunk transactions of a load
+        self._inflight: deque[Future] = deque()
+        self._from: dict[str, int] = {}  # source -> lines of its last checkpoint handed over
+        self._node_ids: dict[str, int] = {}  # entity -> node id, from this load's committed chunks
         try:
             self.driver = neo4j.GraphDatabase.driver(
                 self.uri, auth=(user or "neo4j", password or ""),
@@ -337,31 +344,57 @@ class Neo4jGraph(ThreadMeter, PendingWrites):
     # -- loading --------------------------------------------------------------
     # The loader hands over parsed triples (``bulk_load_ntriples`` /
     # ``bulk_extend``) and name keys (``index_names``); they are written at
-    # the next ``set_checkpoint`` in one transaction with the checkpoint, so
-    # a killed load resumes exactly after its last committed chunk.
+    # the next ``set_checkpoint``, in one transaction with a record of the
+    # lines they came from.  ``WRITERS`` such transactions run at once (the
+    # server's commit work is single-threaded per transaction), so they may
+    # commit out of order: each writes a ``TogLoadPart`` for its lines, and
+    # ``checkpoint`` resumes after the parts that follow the last checkpoint
+    # without a gap.  A killed load thus resumes after its last committed
+    # prefix; chunks past a gap are written again, which adds nothing.
     def checkpoint(self, source: str) -> dict:
-        rows = self._run("load_checkpoint_get", source=source)
-        if not rows:
-            return {}
-        done = dict(rows[0]["checkpoint"])
-        done.pop("source", None)
+        row = self._run("load_checkpoint_get", source=source)[0]
+        done = _strip(row["checkpoint"] or {})
+        parts = {p["from"]: p for p in row["parts"]}
+        if parts:  # join the parts after the checkpoint; drop the rest (written again)
+            at = done.get("lines", 0)
+            while at in parts:
+                part = _strip(parts.pop(at))
+                done.update(part)
+                at = part.get("lines", at)
+            self._run("load_checkpoint_set", write=True, source=source, values=done)
+        self._from[source] = done.get("lines", 0)
         return done
 
     def forget_load(self, source: str) -> None:
         self._run("load_forget", write=True, source=source)
+        self._from[source] = 0
 
     def begin_bulk(self) -> None:
-        # A load into a database with no KG yet may CREATE its edges (checking
-        # for repeats within the load in memory), which is many times faster
-        # than MERGE on hubs; otherwise every edge is MERGEd.
+        # A load into a database with no KG yet may CREATE its edges and name
+        # keys (checking for repeats within the load in memory), which is many
+        # times faster than MERGE on hubs; otherwise every edge is MERGEd.
         self._fresh = self._run("kg_entities")[0]["n"] == 0
         self._seen = _HashSet() if self._fresh else None
+        # Name keys have no unique constraint, so two chunks in flight could
+        # both MERGE one: each key goes to one chunk, whatever the database.
+        self._seen_keys = _HashSet()
+        self._writers = ThreadPoolExecutor(WRITERS, thread_name_prefix="tog-neo4j-load")
 
     def end_bulk(self, commit: bool = True) -> None:
         self._pending.clear()
         self._pending_names.clear()
+        if self._writers is not None:
+            # Chunks still in flight belong to a load that failed: let them
+            # finish (each commits with its part, or not at all) and keep
+            # that failure as the one reported.
+            for future in self._inflight:
+                future.exception()
+            self._inflight.clear()
+            self._writers.shutdown()
+            self._writers = None
         self._fresh = False
-        self._seen = None
+        self._seen = self._seen_keys = None
+        self._node_ids = {}
 
     def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
         self._pending.extend(quads)
@@ -374,43 +407,65 @@ class Neo4jGraph(ThreadMeter, PendingWrites):
     def _flush(self, checkpoint: tuple[str, dict] | None) -> None:
         quads, self._pending = self._pending, []
         names, self._pending_names = self._pending_names, []
-        batches = self._batches(quads, names)
+        chunk = self._chunk_writer(quads, names)
+        last = checkpoint is not None and checkpoint[1].get("complete")
+        if checkpoint is not None and not last:
+            source, values = checkpoint
+            start, self._from[source] = self._from.get(source, 0), values.get("lines", 0)
 
         def work(tx) -> None:
-            for statement, params in batches:
-                tx.run(cypher(statement), params).consume()
-            if checkpoint is not None:
+            chunk.write(tx)
+            if last:
                 tx.run(cypher("load_checkpoint_set"), source=checkpoint[0], values=checkpoint[1]).consume()
+            elif checkpoint is not None:
+                tx.run(cypher("load_part_add"), source=source, values=values, **{"from": start}).consume()
 
-        self._write_tx(work)
-        if self._seen is not None:
-            self._seen.commit()
+        def commit() -> None:
+            self._write_tx(work)
+            chunk.committed()
 
-    def _batches(self, quads: list[ox.Quad], names: list[tuple[str, str, str]]) -> list[tuple[str, dict]]:
-        """The statements that write ``quads`` and ``names``, in order."""
+        if self._writers is None or last:  # the final checkpoint follows every part
+            self._wait(0)
+            commit()
+        else:
+            self._wait(WRITERS - 1)
+            self._inflight.append(self._writers.submit(commit))
+
+    def _wait(self, left: int) -> None:
+        """Wait until at most ``left`` chunk transactions are in flight;
+        raises the first failure."""
+        while len(self._inflight) > left:
+            done, _ = wait(self._inflight, return_when=FIRST_COMPLETED)
+            for future in done:
+                self._inflight.remove(future)
+                future.result()
+
+    def _chunk_writer(self, quads: list[ox.Quad], names: list[tuple[str, str, str]]) -> _Chunk:
+        """What writes ``quads`` and ``names`` in a transaction.
+
+        Repeats are filtered here, in the caller's thread and chunk order; the
+        statements run in the writer's transaction: nodes first, whose ids
+        then address the edges.  Entities whose node an earlier, committed
+        chunk of this load returned are not looked up again, unless this
+        chunk names them."""
         entities, name_rows, value_rows, edges, value_edges = split_quads(quads, self.name_predicates)
+        best: dict[str, list] = {}
+        for row in name_rows:  # the chunk's best name per entity (the first of equals)
+            if row[0] not in best or row[2] < best[row[0]][2]:
+                best[row[0]] = row
+        cache = self._node_ids
+        known = {e: cache[e] for e in entities if e in cache and e not in best}
+        entity_rows = [best.get(e) or [e, None, None] for e in sorted(entities) if e not in known]
+        edges += value_edges
+        keys = [(k, e) for k, e, _ in names]
+        if self._seen_keys is not None:
+            keys = self._seen_keys.new(keys)
+            self._seen_keys.commit()  # the next chunk's filter must know these, written or in flight
         if self._seen is not None:  # fresh load: drop repeats, CREATE the rest
             edges = self._seen.new(edges)
-            value_edges = self._seen.new(value_edges)
-            kind = "create"
-        else:
-            kind = "merge"
-        out: list[tuple[str, dict]] = []
-        for part in chunks(sorted(entities), WRITE_BATCH):
-            out.append(("load_entities", {"ids": list(part)}))
-        for part in chunks(list(value_rows.values()), WRITE_BATCH):
-            out.append(("load_values", {"rows": list(part)}))
-        for part in chunks(name_rows, WRITE_BATCH):
-            out.append(("load_names", {"rows": list(part)}))
-        for part in chunks([list(e) for e in edges], WRITE_BATCH):
-            out.append((f"load_edges_{kind}", {"rows": list(part)}))
-        for part in chunks([list(e) for e in value_edges], WRITE_BATCH):
-            out.append((f"load_value_edges_{kind}", {"rows": list(part)}))
-        unique_names = list(dict.fromkeys((k, e) for k, e, _ in names))
-        source = names[0][2] if names else ""
-        for part in chunks([list(n) for n in unique_names], WRITE_BATCH):
-            out.append(("load_name_keys", {"rows": list(part), "source": source}))
-        return out
+            self._seen.commit()
+        return _Chunk(entity_rows, sorted(value_rows.values()), edges, keys, names[0][2] if names else "",
+                      "create" if self._seen is not None else "merge", known, cache)
 
     # -- runs -----------------------------------------------------------------
     def start_run(self, run: RunInfo) -> None:
@@ -620,37 +675,84 @@ def _failure_journal() -> _FailureJournal:
     return _FailureJournal(Path(root) / "neo4j-failed-runs.jsonl")
 
 
+class _Chunk:
+    """One chunk of a load, ready to write: node rows, edges by node id, name keys."""
+
+    def __init__(self, entities, values, edges, keys, source, kind, known: dict[str, int],
+                 cache: dict[str, int]) -> None:
+        self.entities, self.values, self.edges, self.keys = entities, values, edges, keys
+        self.source, self.kind = source, kind
+        self.known, self.cache = known, cache  # ids this chunk uses / the load's cache
+        self.nodes: dict[str, int] = {}
+
+    def write(self, tx) -> None:
+        nodes: dict[str, int] = {}
+        for statement, rows in (("load_entities", self.entities), ("load_values", self.values)):
+            for part in chunks(rows, WRITE_BATCH):
+                ids = tx.run(cypher(statement), rows=part).single()["ids"]
+                nodes.update((part[i][0], n) for i, n in ids)
+        ids = {**self.known, **nodes}
+        rows = [(ids[s], p, ids[o]) for s, p, o in self.edges]
+        for part in chunks(rows, WRITE_BATCH):
+            tx.run(cypher(f"load_edges_{self.kind}"), rows=part).consume()
+        statement = "load_name_keys_create" if self.kind == "create" else "load_name_keys"
+        for part in chunks(self.keys, WRITE_BATCH):
+            tx.run(cypher(statement), rows=part, source=self.source).consume()
+        self.nodes = nodes  # of the attempt that commits (the driver may retry)
+
+    def committed(self) -> None:
+        """Later chunks may address this chunk's nodes by id."""
+        if len(self.cache) + len(self.nodes) > KNOWN_NODES:
+            self.cache.clear()
+        self.cache.update(self.nodes)
+
+
+def _strip(checkpoint: dict) -> dict:
+    """A checkpoint's values without the keys that address it."""
+    return {k: v for k, v in checkpoint.items() if k not in ("source", "from")}
+
+
 class _HashSet:
-    """64-bit hashes of the triples a fresh load has written, to skip repeats
-    without asking the database (a sorted numpy array: 8 bytes a triple).
-    Hashes of a chunk join the set only once its transaction committed."""
+    """64-bit hashes of the rows a fresh load has handed to its writers, to
+    skip repeats without asking the database: sorted numpy arrays, 8 bytes a
+    row.  ``new`` stages a chunk's hashes; ``commit`` adds them as a run of
+    their own, and runs merge when the newer is at least half the older, so
+    a load of n rows sorts O(n log n) in all rather than all rows per chunk."""
 
     def __init__(self) -> None:
         import numpy as np
 
         self.np = np
-        self.done = np.empty(0, dtype=np.uint64)
+        self.runs: list = []
         self.staged: list = []
 
-    def new(self, triples: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    def new(self, rows: list[tuple]) -> list[tuple]:
         np = self.np
-        if not triples:
+        if not rows:
             return []
-        hashes = np.fromiter((hash(t) & HASH_MASK for t in triples), dtype=np.uint64, count=len(triples))
+        hashes = np.fromiter((hash(t) & HASH_MASK for t in rows), dtype=np.uint64, count=len(rows))
         _, first = np.unique(hashes, return_index=True)
         first.sort()
-        keep = first
-        if len(self.done):
-            at = np.searchsorted(self.done, hashes[first])
-            at[at == len(self.done)] = 0
-            keep = first[self.done[at] != hashes[first]]
+        fresh = np.ones(len(first), dtype=bool)
+        for run in self.runs:
+            at = np.searchsorted(run, hashes[first])
+            at[at == len(run)] = 0
+            fresh &= run[at] != hashes[first]
+        keep = first[fresh]
         self.staged.append(hashes[keep])
-        return [triples[i] for i in keep]
+        return [rows[i] for i in keep]
 
     def commit(self) -> None:
-        if self.staged:
-            self.done = self.np.union1d(self.done, self.np.concatenate(self.staged))
-            self.staged = []
+        np = self.np
+        run = np.unique(np.concatenate(self.staged)) if self.staged else []
+        self.staged = []
+        if not len(run):
+            return
+        self.runs.append(run)
+        while len(self.runs) > 1 and 2 * len(self.runs[-1]) >= len(self.runs[-2]):
+            newer, older = self.runs.pop(), self.runs.pop()
+            # two sorted runs: the stable sort (timsort) merges them in linear time
+            self.runs.append(np.sort(np.concatenate((older, newer)), kind="stable"))
 
 
 def browser_commands(run_id: str) -> str:
