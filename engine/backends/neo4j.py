@@ -152,9 +152,17 @@ class Neo4jGraph(ThreadMeter, PendingWrites):
         connect_timeout: float = 10.0,
         retry_seconds: float | None = None,
     ) -> None:
+        import logging
+
         import neo4j
         from neo4j import exceptions as nx
 
+        driver_log = logging.getLogger("neo4j")
+        if driver_log.level == logging.NOTSET and not driver_log.handlers:
+            # Unless the application configured it: the driver's retries of
+            # transient errors (a deadlock between two chunk transactions of a
+            # load, say) are not the user's concern; failures still raise.
+            driver_log.setLevel(logging.ERROR)
         parts = urlsplit(uri)
         if parts.username:  # credentials in the URI win over the environment's
             user, password = parts.username, parts.password or ""
