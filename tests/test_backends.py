@@ -244,6 +244,19 @@ def test_chunks_committed_out_of_order_resume_after_the_gap(neo4j_store, tmp_pat
     assert _count(neo4j_store, "MATCH (p:TogLoadPart) RETURN count(p)") == 0
 
 
+@pytest.mark.neo4j
+def test_driver_retry_warnings_stay_off_the_terminal_unless_logging_is_configured(neo4j_store, monkeypatch):
+    import logging
+
+    driver_log = logging.getLogger("neo4j")
+    monkeypatch.setattr(driver_log, "level", logging.NOTSET)
+    open_spec(neo4j_store)
+    assert driver_log.level == logging.ERROR  # a retried deadlock between load chunks is not printed
+    monkeypatch.setattr(driver_log, "level", logging.INFO)  # the application chose: left alone
+    open_spec(neo4j_store)
+    assert driver_log.level == logging.INFO
+
+
 def test_the_fresh_load_repeat_filter_matches_a_set():
     from engine.backends.neo4j import _HashSet
 
