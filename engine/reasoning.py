@@ -88,6 +88,8 @@ class OfflineReasoner:
             return memo[key]
 
         now = max(model.utility(p.relations()) for p in paths)
+        if now >= model.size:
+            return 1.0  # nothing left to explain (a utility never exceeds the size): no need to look ahead
         later = max(outlook(tuple(p.relations()), next_relations.get(p.id, ()), remaining) for p in paths)
         gain = later - now
         if gain <= 0 or model.size <= 0:

@@ -6,6 +6,12 @@ round trip), let the pruner score the new paths (ToG) or sample entities at
 random per relation chain (ToG-R), keep the best ``width`` paths, record every
 candidate as a path node of the run, then ask the reasoner's judge for a
 reward and stop once it reaches ``threshold`` or the depth reaches ``depth``.
+
+The judge is offered the relations around the kept paths' tails (a look
+ahead), but they are listed only when it reads them or the search goes on:
+a judge that stops the search without looking (the LLM's, or the offline
+one when the kept paths already explain the whole question) costs no round
+trip, as in ToG, which lists relations only at the start of a depth.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import random
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from engine.descriptions import Descriptions
@@ -171,7 +177,7 @@ def search(
         reached = depth
         # 4. judge: are the kept paths enough?  (After the last depth the
         # search stops anyway: no relations to list for a judge's look-ahead.)
-        around = _relations_of(kg, beam, descriptions) if depth < config.depth else {}
+        around = _Around(kg, beam, descriptions) if depth < config.depth else {}
         reward = reasoner.judge(question, topics, beam, around, config.depth - depth, schema)
         rewards.append(reward)
         if reward >= config.threshold:
@@ -193,6 +199,28 @@ def search(
 def _relation_text(p: Path, rel: Relation) -> str:
     head = p.verbalise(with_entities=False)
     return f"{head} -> {rel.text}{' (of)' if rel.direction == 'in' else ''}"
+
+
+class _Around(Mapping):
+    """``_relations_of`` the beam, listed on first use."""
+
+    def __init__(self, kg: KnowledgeGraph, beam: Sequence[Path], descriptions: Descriptions | None) -> None:
+        self._args = (kg, beam, descriptions)
+        self._found: dict[str, list[Relation]] | None = None
+
+    def _listed(self) -> dict[str, list[Relation]]:
+        if self._found is None:
+            self._found = _relations_of(*self._args)
+        return self._found
+
+    def __getitem__(self, path_id: str) -> list[Relation]:
+        return self._listed()[path_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._listed())
+
+    def __len__(self) -> int:
+        return len(self._listed())
 
 
 def _relations_of(kg: KnowledgeGraph, beam: Sequence[Path],

@@ -296,3 +296,17 @@ def test_a_topic_given_as_an_iri_is_not_searched_by_name(kg, monkeypatch):
     assert [t.name for t in r.topics] == ["Quiz Game"] and not searched
     run(kg, "who directed it", topics=("Quiz Game",))
     assert searched  # a name still goes through the name index
+
+
+@pytest.mark.parametrize("question,listings,depth", [("who directed [Quiz Game]", 1, 1),
+                                                     ("who directed the films written by [Paul Author]", 3, 2)])
+def test_the_judge_looks_ahead_only_when_the_kept_paths_leave_words_unexplained(kg, monkeypatch, question,
+                                                                                listings, depth):
+    """The relations around the kept paths are listed for the judge only when
+    it reads them: "who directed X" is explained by directed_by alone, so the
+    search stops at depth 1 after one listing (around the topic)."""
+    calls = []
+    plain = kg.relations
+    monkeypatch.setattr(kg, "relations", lambda entities: calls.append(list(entities)) or plain(entities))
+    r = run(kg, question, depth=3)
+    assert (len(calls), r.result.depth) == (listings, depth)
