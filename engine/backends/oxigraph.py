@@ -200,13 +200,15 @@ class OxigraphGraph(ThreadMeter):
         return self._relations_from(rows, entities)
 
     def _relations_from(self, rows: Iterable, entities: Sequence[str]) -> dict[str, list[Relation]]:
-        """The informative relations in (?e ?p ?dir) rows, sorted and named."""
+        """The informative relations in (?e ?po ?pi) rows (``relations.rq``),
+        sorted and named."""
         out: dict[str, list[Relation]] = {e: [] for e in entities}
         names = set(self.name_predicates)
         for row in rows:
-            pred = row["p"].value
+            head = row["po"]
+            pred, direction = (head.value, "out") if head is not None else (row["pi"].value, "in")
             if self.policy.allows(pred) and pred not in names:
-                out[row["e"].value].append(Relation(pred, row["dir"].value))
+                out[row["e"].value].append(Relation(pred, direction))
         for rels in out.values():
             rels.sort(key=lambda r: (r.id, r.direction))
         label_relations(self, out, self._relation_labels)

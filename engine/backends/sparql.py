@@ -184,7 +184,7 @@ class SparqlGraph(OxigraphGraph):
         entities = sparql_values([(ox.NamedNode(i),) for i in iris])
         rows = self._kg_query(render("topics", entities=entities, names=sparql_values(self._name_terms())))
         name_rows = [(r["e"].value, r["np"].value, r["name"]) for r in rows if r["name"] is not None]
-        around = self._relations_from((r for r in rows if r["p"] is not None), iris)
+        around = self._relations_from((r for r in rows if r["po"] is not None or r["pi"] is not None), iris)
         if len(self._ahead) > AHEAD_MAX:  # topics of questions that never got to search
             self._ahead.clear()
         self._ahead.update(around)
