@@ -8,7 +8,8 @@ import threading
 
 class TcpProxy:
     """Forwards 127.0.0.1:<port> to (host, target_port) until ``cut()``
-    closes every connection and stops accepting new ones."""
+    closes every connection and stops accepting new ones; ``drop()`` closes
+    the open connections only. ``accepted`` counts the connections made."""
 
     def __init__(self, host: str, target_port: int) -> None:
         self.target = (host, target_port)
@@ -17,6 +18,7 @@ class TcpProxy:
         self.sockets: list[socket.socket] = []
         self.lock = threading.Lock()
         self.open = True
+        self.accepted = 0
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -32,6 +34,7 @@ class TcpProxy:
                     upstream.close()
                     return
                 self.sockets += [client, upstream]
+                self.accepted += 1
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
 
@@ -49,17 +52,24 @@ class TcpProxy:
                 except OSError:
                     pass
 
+    def drop(self) -> None:
+        with self.lock:
+            self._close_all()
+
     def cut(self) -> None:
         with self.lock:
             self.open = False
-            for s in self.sockets:
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                s.close()
-            self.sockets.clear()
+            self._close_all()
         self.server.close()
+
+    def _close_all(self) -> None:
+        for s in self.sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+        self.sockets.clear()
 
     def __enter__(self) -> TcpProxy:
         return self

@@ -263,3 +263,70 @@ def test_the_wire_xml_results_no_comments_and_garbage_is_one_error(tmp_path):
         assert accept == "application/sparql-results+xml"
         assert not [line for line in query.splitlines() if line.lstrip().startswith("#")]
     assert "SELECT ?e ?po ?pi WHERE" in seen[-1][1]  # the relation listing, whose .rq file has comments
+
+
+def test_requests_share_a_kept_connection_and_survive_its_close(endpoint, tmp_path):
+    """Every request goes on one kept HTTP connection; when it is closed
+    between two requests (a server's idle timeout), the next request is made
+    again on a new one without the caller noticing."""
+    import urllib.parse
+
+    from proxy import TcpProxy
+
+    from engine.backends.sparql import SparqlGraph
+
+    spec, _ = endpoint
+    parts = urllib.parse.urlsplit(spec.split("+", 1)[1])
+    with TcpProxy(parts.hostname, parts.port) as proxy:
+        # no retries: only the taking again of a dropped kept connection can save the request
+        kg = SparqlGraph(spec.replace(f":{parts.port}/", f":{proxy.port}/"), runs=tmp_path / "runs", retries=0)
+        film = "http://rdf.freebase.com/ns/m.film1"
+        try:
+            first = kg.relations([film])
+            for _ in range(3):
+                assert kg.relations([film]) == first
+            assert first[film] and proxy.accepted == 1  # the ASK at start and four listings
+            proxy.drop()
+            assert kg.relations([film]) == first
+            assert proxy.accepted == 2
+        finally:
+            kg.close()
+
+
+def test_through_an_http_proxy_each_request_goes_on_its_own_connection(tmp_path, monkeypatch):
+    """With ``http_proxy`` set (and the endpoint not in ``no_proxy``), requests
+    go through the proxy, as urllib sends them, and ask it to close."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from engine.backends.sparql import SparqlGraph
+
+    seen: list[tuple[str, str]] = []
+    true = (b'<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#">'
+            b'<head/><boolean>true</boolean></sparql>')
+
+    class Proxy(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append((self.path, self.headers.get("Connection", "")))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/sparql-results+xml")
+            self.send_header("Content-Length", str(len(true)))
+            self.end_headers()
+            self.wfile.write(true)
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    for name in ("no_proxy", "NO_PROXY", "HTTP_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{server.server_port}")
+    try:
+        kg = SparqlGraph("sparql+http://endpoint.invalid:8890/sparql", runs=tmp_path / "runs")
+        assert kg.has_entity("http://example.org/x")
+        kg.close()
+    finally:
+        server.shutdown()
+    assert seen == [("http://endpoint.invalid:8890/sparql", "close")] * 2  # the ASK at start, then has_entity
