@@ -15,7 +15,9 @@ row per edge, deduplicated by the client) and its sampling: a relation with
 20 or more tails gets 5 of them named (``--name-every-tail`` names all: an
 upper bound). By default the search itself sees up to 100 candidates per
 relation, so the per-item side gets the names beyond ToG's 5 for free (not
-counted): a conservative comparison. With ``--sample-over 20`` both sides
+counted): a conservative comparison. ``--name-what-the-search-sees`` names,
+one query each, exactly the candidates the search looks at instead (the
+same search on both sides, every name counted). With ``--sample-over 20`` both sides
 run ToG's rule in the search too (``tog --sample-over``): the search sees
 exactly the 5 candidates ToG names, and every name is counted. Each side
 is timed over the whole question, linking included (ToG's side gets its
@@ -43,6 +45,7 @@ sys.path.insert(0, str(HERE.parent))
 
 SAMPLE_FROM, NUM_RETAIN = 20, 5  # ToG's sampling of entity candidates before naming them (defaults)
 SAMPLE = True
+NAME_SEEN = False  # --name-what-the-search-sees
 
 
 def per_item_class():
@@ -88,7 +91,7 @@ def per_item_class():
             return out
 
         def expand(self, requests, limit=100, *, over=0, size=5):
-            if over:
+            if over or NAME_SEEN:
                 return self._expand_sampled(requests, limit, over, size)
             found = {}
             for e, rel in requests:
@@ -121,9 +124,9 @@ def per_item_class():
                                      lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named))
 
         def _expand_sampled(self, requests, limit, over, size):
-            """With the search sampling crowded relations itself (ToG's rule,
-            ``--sample-over``), ToG's code names exactly what the search
-            keeps: every candidate asked and counted, nothing named for free."""
+            """One query per name the search needs, no more: with the search
+            sampling crowded relations itself (ToG's rule, ``--sample-over``),
+            that is what ToG's code names; every name asked and counted."""
             found, counts = {}, {}
             for e, rel in requests:
                 pattern = "?e ?p ?x" if rel.direction == "out" else "?x ?p ?e"
@@ -176,6 +179,9 @@ def main() -> None:
     ap.add_argument("--endpoint", default="sparql+http://127.0.0.1:18890/sparql")
     ap.add_argument("--name-every-tail", action="store_true",
                     help="Per-item variant names every tail (no sampling): an upper bound of ToG's cost.")
+    ap.add_argument("--name-what-the-search-sees", action="store_true",
+                    help="Per-item variant names, one query each, the candidates the search looks at (up to "
+                         "100 per relation by default) instead of ToG's 5 of 20+ with the others free.")
     ap.add_argument("--sample-over", type=int, default=0,
                     help="Run both sides with ToG's rule for crowded relations (tog --sample-over; ToG: 20): "
                          "the search sees SIZE candidates of a relation with this many neighbours or more, and "
@@ -195,8 +201,9 @@ def main() -> None:
                     help="MetaQA-style KB to load (default: the full MetaQA KB from ../shared/data when "
                          "present, else the sample's)")
     args = ap.parse_args()
-    global SAMPLE
+    global SAMPLE, NAME_SEEN
     SAMPLE = not args.name_every_tail
+    NAME_SEEN = args.name_what_the_search_sees
 
     from engine.backends.sparql import SparqlGraph
     from engine.evaluate import read_questions
