@@ -5,6 +5,7 @@ the embedded store must give the same answers and the same run trees."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import uuid
@@ -49,6 +50,39 @@ def stores(endpoint, tmp_path, tog, monkeypatch):
     local = tmp_path / "store"
     assert tog("load", subset, "--store", local).exit_code == 0
     return spec, str(local)
+
+
+TRUE = (b'<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#">'
+        b'<head/><boolean>true</boolean></sparql>')
+
+
+@contextlib.contextmanager
+def answering(reply):
+    """A local HTTP server that answers each POST with ``reply(handler,
+    query)`` (bytes); yields its port."""
+    import threading
+    import urllib.parse
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Endpoint(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+            answer = reply(self, urllib.parse.parse_qs(body)["query"][0])
+            self.send_response(200)
+            self.send_header("Content-Type", "application/sparql-results+xml")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Endpoint)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_port
+    finally:
+        server.shutdown()
 
 
 def test_same_answers_and_run_trees_as_the_embedded_store(stores):
@@ -224,40 +258,20 @@ def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_pa
 def test_the_wire_xml_results_no_comments_and_garbage_is_one_error(tmp_path):
     """Requests ask for XML results and carry no comment lines; an answer
     that is not SPARQL results is one clear error."""
-    import threading
-    import urllib.parse
-    from http.server import BaseHTTPRequestHandler, HTTPServer
-
     from engine.backends.sparql import SparqlGraph
     from engine.errors import StoreError
 
     seen: list[tuple[str, str]] = []
-    true = (b'<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#">'
-            b'<head/><boolean>true</boolean></sparql>')
 
-    class Endpoint(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 (http.server's name)
-            body = self.rfile.read(int(self.headers["Content-Length"])).decode()
-            query = urllib.parse.parse_qs(body)["query"][0]
-            seen.append((self.headers["Accept"], query))
-            reply = true if query.startswith("ASK") else b"<html>not results</html>"
-            self.send_response(200)
-            self.send_header("Content-Type", "application/sparql-results+xml")
-            self.end_headers()
-            self.wfile.write(reply)
+    def reply(handler, query):
+        seen.append((handler.headers["Accept"], query))
+        return TRUE if query.startswith("ASK") else b"<html>not results</html>"
 
-        def log_message(self, *args):
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Endpoint)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        kg = SparqlGraph(f"sparql+http://127.0.0.1:{server.server_port}/sparql", runs=tmp_path / "runs")
+    with answering(reply) as port:
+        kg = SparqlGraph(f"sparql+http://127.0.0.1:{port}/sparql", runs=tmp_path / "runs")
         with pytest.raises(StoreError, match="not SPARQL XML results"):
             kg.relations(["http://example.org/x"])
         kg.close()
-    finally:
-        server.shutdown()
     assert len(seen) >= 2
     for accept, query in seen:
         assert accept == "application/sparql-results+xml"
@@ -296,37 +310,19 @@ def test_requests_share_a_kept_connection_and_survive_its_close(endpoint, tmp_pa
 def test_through_an_http_proxy_each_request_goes_on_its_own_connection(tmp_path, monkeypatch):
     """With ``http_proxy`` set (and the endpoint not in ``no_proxy``), requests
     go through the proxy, as urllib sends them, and ask it to close."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, HTTPServer
-
     from engine.backends.sparql import SparqlGraph
 
     seen: list[tuple[str, str]] = []
-    true = (b'<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#">'
-            b'<head/><boolean>true</boolean></sparql>')
 
-    class Proxy(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 (http.server's name)
-            self.rfile.read(int(self.headers["Content-Length"]))
-            seen.append((self.path, self.headers.get("Connection", "")))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/sparql-results+xml")
-            self.send_header("Content-Length", str(len(true)))
-            self.end_headers()
-            self.wfile.write(true)
+    def reply(handler, query):
+        seen.append((handler.path, handler.headers.get("Connection", "")))
+        return TRUE
 
-        def log_message(self, *args):
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Proxy)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     for name in ("no_proxy", "NO_PROXY", "HTTP_PROXY"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{server.server_port}")
-    try:
+    with answering(reply) as port:
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{port}")
         kg = SparqlGraph("sparql+http://endpoint.invalid:8890/sparql", runs=tmp_path / "runs")
         assert kg.has_entity("http://example.org/x")
         kg.close()
-    finally:
-        server.shutdown()
     assert seen == [("http://endpoint.invalid:8890/sparql", "close")] * 2  # the ASK at start, then has_entity
