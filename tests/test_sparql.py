@@ -269,7 +269,7 @@ def test_the_wire_xml_results_no_comments_and_garbage_is_one_error(tmp_path):
 
     with answering(reply) as port:
         kg = SparqlGraph(f"sparql+http://127.0.0.1:{port}/sparql", runs=tmp_path / "runs")
-        with pytest.raises(StoreError, match="not SPARQL XML results"):
+        with pytest.raises(StoreError, match="not SPARQL Results in XML"):
             kg.relations(["http://example.org/x"])
         kg.close()
     assert len(seen) >= 2

@@ -101,17 +101,20 @@ class _Row(dict):
         return None
 
 
-def _read_results(data: bytes):
-    """SPARQL XML results as a bool (ASK) or a list of rows (variable ->
-    pyoxigraph term).  Raises ``StoreError`` when they are not readable."""
+def _read_results(data: bytes, fmt: ox.QueryResultsFormat = ox.QueryResultsFormat.XML):
+    """SPARQL results (XML unless told) as a bool (ASK) or a list of rows
+    (variable -> pyoxigraph term).  Raises ``StoreError`` when they are not
+    readable."""
     try:
-        results = ox.parse_query_results(data, ox.QueryResultsFormat.XML)
+        results = ox.parse_query_results(data, fmt)
         if isinstance(results, ox.QueryBoolean):
             return bool(results)
-        names = [(v, v.value) for v in results.variables]
-        return [_Row({name: s[v] for v, name in names if s[v] is not None}) for s in results]
+        names = [v.value for v in results.variables]
+        # a solution iterates its values in the order of the variables (None
+        # when unbound): 4x faster than looking each variable up
+        return [_Row({name: term for name, term in zip(names, s) if term is not None}) for s in results]
     except (SyntaxError, ValueError) as e:
-        raise StoreError(f"the endpoint's answer is not SPARQL XML results ({e})") from None
+        raise StoreError(f"the endpoint's answer is not {fmt.name} ({e})") from None
 
 
 class SparqlGraph(OxigraphGraph):
