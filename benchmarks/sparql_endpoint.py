@@ -10,8 +10,12 @@ that asks per item like ToG's code does (relations per entity, tails per
 (entity, relation), then one query per candidate's name). Same search, same
 answers; prints KG ms and requests per question and the ratio, for each
 of ``--passes`` passes over the questions (the first one cold). The
-per-item variant uses ToG's query shapes (relations without DISTINCT, one
-row per edge, deduplicated by the client) and its sampling: a relation with
+per-item variant sends ToG's requests: its query texts (relations without
+DISTINCT, one row per edge, deduplicated by the client; names through a
+UNION with owl:sameAs), by GET on a new connection each, asking for JSON
+as SPARQLWrapper does (``--per-item-wire ours`` sends our cheaper
+one-pattern queries by POST and reads XML instead: a stricter
+comparison). It also samples as ToG does: a relation with
 20 or more tails gets 5 of them named (``--name-every-tail`` names all: an
 upper bound). By default the search itself sees up to 100 candidates per
 relation, so the per-item side gets the names beyond ToG's 5 for free (not
@@ -46,29 +50,46 @@ sys.path.insert(0, str(HERE.parent))
 SAMPLE_FROM, NUM_RETAIN = 20, 5  # ToG's sampling of entity candidates before naming them (defaults)
 SAMPLE = True
 NAME_SEEN = False  # --name-what-the-search-sees
+WIRE = "tog"  # --per-item-wire
+TOG_PREFIX = "PREFIX ns: <http://rdf.freebase.com/ns/>"  # ToG declares it in every query
+SAME_AS = "http://www.w3.org/2002/07/owl#sameAs"
 
 
 def per_item_class():
     import random
+    import urllib.parse
+    import urllib.request
 
     import pyoxigraph as ox
 
     from engine.backends.common import crowd_cap, look_through, sample_key, select_candidates
-    from engine.backends.sparql import SparqlGraph
+    from engine.backends.sparql import SparqlGraph, _read_results
+    from engine.errors import StoreError
     from engine.graph import Node, Relation
     from engine.queries import sparql_values
 
     def one(term) -> str:
         return sparql_values([(term,)])
 
+    def nt(term) -> str:
+        """A term as query text: its N-Triples form (pyoxigraph validated it)."""
+        assert isinstance(term, (ox.NamedNode, ox.Literal))
+        return str(term)
+
     class PerItemSparqlGraph(SparqlGraph):
-        """ToG's access pattern, with its query shapes: the relations an entity is
-        the head of and those it is the tail of (one row per edge, deduplicated
-        by the client), the tails of each (entity, relation), then each
-        candidate's name on its own. Same candidates as the batched backend.
-        Each query on a new connection, as ToG's code sends them (SPARQLWrapper
-        opens one per query), with XML results (ToG asks for JSON, which
-        Virtuoso writes several times slower: this favours the per-item side)."""
+        """ToG's access pattern: the relations an entity is the head of and
+        those it is the tail of (one row per edge, deduplicated by the
+        client), the tails of each (entity, relation), then each candidate's
+        name on its own. Same candidates as the batched backend. Each query
+        on a new connection, as ToG's code sends them (SPARQLWrapper opens one
+        per query). With ``WIRE == "tog"`` (the default) the requests are
+        shaped as ToG's are: GET, JSON results (SPARQLWrapper's ``format`` /
+        ``output`` / ``results`` parameters and Accept header), ToG's query
+        texts (its ``ns:`` prefix declaration, and for names a ``DISTINCT``
+        over a ``UNION`` with ``owl:sameAs``, one ``FILTER`` per branch).
+        With ``WIRE == "ours"``: POST, XML results (which Virtuoso writes
+        faster than JSON), and our one-pattern queries: cheaper per request
+        than ToG's, so a stricter comparison."""
 
         rng = random.Random(0)
 
@@ -76,30 +97,78 @@ def per_item_class():
             super().__init__(*args, **kwargs)
             self._fresh = True
 
+        def _free(self, ids):
+            """Names the per-item side gets for free: asked in one batch, our
+            way, and neither counted nor timed."""
+            lookups, seconds, self._uncounted = self.lookups, self.seconds, True
+            try:
+                return SparqlGraph.labels(self, ids)
+            finally:
+                self.lookups, self.seconds, self._uncounted = lookups, seconds, False
+
+        _uncounted = False
+
+        def _remote(self, text):
+            if WIRE != "tog" or self._uncounted:
+                return super()._remote(text)
+            params = [("query", text)] + [("default-graph-uri", g) for g in self.graphs]
+            params += [(key, "json") for key in ("format", "output", "results")]
+            request = urllib.request.Request(
+                self.endpoint + "?" + urllib.parse.urlencode(params),
+                headers={"Accept": "application/sparql-results+json,application/json,text/javascript,"
+                                   "application/javascript"})
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    data = response.read()
+            except OSError as e:
+                raise StoreError(str(e)) from None
+            return _read_results(data, ox.QueryResultsFormat.JSON)
+
+        def _query_relations(self, e, direction):
+            """The relations of one entity in one direction: (row variable, text)."""
+            if WIRE == "tog":
+                pattern = f"{nt(ox.NamedNode(e))} ?relation ?x" if direction == "out" else \
+                    f"?x ?relation {nt(ox.NamedNode(e))}"
+                return "relation", f"{TOG_PREFIX}\nSELECT ?relation\nWHERE {{\n  {pattern} .\n}}"
+            pattern = "?e ?p ?x" if direction == "out" else "?x ?p ?e"
+            return "p", f"SELECT ?p WHERE {{ VALUES (?e) {{ {one(ox.NamedNode(e))} }} {pattern} . }}"
+
+        def _query_tails(self, e, rel):
+            """The neighbours of one (entity, relation): (row variable, text)."""
+            if WIRE == "tog":
+                head, r = nt(ox.NamedNode(e)), nt(ox.NamedNode(rel.id))
+                pattern = f"{head} {r} ?tailEntity" if rel.direction == "out" else f"?tailEntity {r} {head}"
+                return "tailEntity", f"{TOG_PREFIX}\nSELECT ?tailEntity\nWHERE {{\n{pattern} .\n}}"
+            pattern = "?e ?p ?x" if rel.direction == "out" else "?x ?p ?e"
+            pair = sparql_values([(ox.NamedNode(e), ox.NamedNode(rel.id))])
+            return "x", f"SELECT ?x WHERE {{ VALUES (?e ?p) {{ {pair} }} {pattern} . }}"
+
         def relations(self, entities):
             out = {}
             names = set(self.name_predicates)
             for e in entities:
                 found = set()
-                for direction, pattern in (("out", "?e ?p ?x"), ("in", "?x ?p ?e")):
-                    text = f"SELECT ?p WHERE {{ VALUES (?e) {{ {one(ox.NamedNode(e))} }} {pattern} . }}"
+                for direction in ("out", "in"):
+                    var, text = self._query_relations(e, direction)
                     for row in self._kg_query(text):
-                        p = row["p"].value
+                        p = row[var].value
                         if self.policy.allows(p) and p not in names:
                             found.add(Relation(p, direction))
                 out[e] = sorted(found, key=lambda r: (r.id, r.direction))
             return out
+
+        def _tails(self, e, rel):
+            var, text = self._query_tails(e, rel)
+            return [row[var] for row in self._kg_query(text) if row[var] is not None]
 
         def expand(self, requests, limit=100, *, over=0, size=5):
             if over or NAME_SEEN:
                 return self._expand_sampled(requests, limit, over, size)
             found = {}
             for e, rel in requests:
-                pattern = "?e ?p ?x" if rel.direction == "out" else "?x ?p ?e"
-                pair = sparql_values([(ox.NamedNode(e), ox.NamedNode(rel.id))])
                 seen = {}
-                rows = self._kg_query(f"SELECT ?x WHERE {{ VALUES (?e ?p) {{ {pair} }} {pattern} . }}")
-                iris = [row["x"].value for row in rows if isinstance(row["x"], ox.NamedNode)]
+                tails = self._tails(e, rel)
+                iris = [x.value for x in tails if isinstance(x, ox.NamedNode)]
                 # ToG names each candidate with its own query, after sampling
                 # NUM_RETAIN of them when there are SAMPLE_FROM or more
                 asked = iris if len(iris) < SAMPLE_FROM or not SAMPLE else self.rng.sample(iris, NUM_RETAIN)
@@ -108,11 +177,8 @@ def per_item_class():
                     names.update(self.labels([iri]))
                 rest = [i for i in iris if i not in names and i not in asked]
                 if rest:  # the names ToG never asks for, fetched uncounted so the search sees the same candidates
-                    lookups, seconds = self.lookups, self.seconds
-                    names.update(SparqlGraph.labels(self, rest))
-                    self.lookups, self.seconds = lookups, seconds
-                for row in rows:
-                    x = row["x"]
+                    names.update(self._free(rest))
+                for x in tails:
                     if isinstance(x, ox.Literal):
                         xid = str(x)
                         seen[xid] = Node(xid, x.value, True, x.datatype.value if x.datatype else None)
@@ -129,12 +195,8 @@ def per_item_class():
             that is what ToG's code names; every name asked and counted."""
             found, counts = {}, {}
             for e, rel in requests:
-                pattern = "?e ?p ?x" if rel.direction == "out" else "?x ?p ?e"
-                pair = sparql_values([(ox.NamedNode(e), ox.NamedNode(rel.id))])
-                rows = self._kg_query(f"SELECT ?x WHERE {{ VALUES (?e ?p) {{ {pair} }} {pattern} . }}")
                 terms = {}
-                for row in rows:
-                    x = row["x"]
+                for x in self._tails(e, rel):
                     if isinstance(x, ox.Literal):
                         terms[str(x)] = x
                     elif isinstance(x, ox.NamedNode):
@@ -160,15 +222,31 @@ def per_item_class():
         def topic_labels(self, ids):
             # ToG's question files give the topic entities' names: its code
             # never asks for them (fetched here uncounted)
-            lookups, seconds = self.lookups, self.seconds
-            names = SparqlGraph.labels(self, ids)
-            self.lookups, self.seconds = lookups, seconds
-            return names
+            return self._free(ids)
 
         def labels(self, ids):
+            if WIRE != "tog":
+                out = {}
+                for i in ids:  # ToG asks for one entity's name at a time
+                    out.update(super().labels([i]))
+                return out
             out = {}
-            for i in ids:  # ToG asks for one entity's name at a time
-                out.update(super().labels([i]))
+            for i in ids:
+                if i.startswith('"'):
+                    out.update(super().labels([i]))
+                    continue
+                # ToG's shape: the name, or else an owl:sameAs IRI; one
+                # branch per name predicate here, ranked as the backend ranks
+                iri = nt(ox.NamedNode(i))
+                rows = []
+                for (np,) in self._name_terms():
+                    branches = [f"{{\n    ?entity {nt(np)} ?tailEntity .\n    FILTER(?entity = {iri})\n  }}",
+                                f"{{\n    ?entity {nt(ox.NamedNode(SAME_AS))} ?tailEntity .\n"
+                                f"    FILTER(?entity = {iri})\n  }}"]
+                    text = (f"{TOG_PREFIX}\nSELECT DISTINCT ?tailEntity\nWHERE {{\n  "
+                            + "\n  UNION\n  ".join(branches) + "\n}")
+                    rows += [(i, np.value, r["tailEntity"]) for r in self._kg_query(text)]
+                out.update(self._pick_names(rows))
             return out
 
     return PerItemSparqlGraph
@@ -187,6 +265,10 @@ def main() -> None:
                          "the search sees SIZE candidates of a relation with this many neighbours or more, and "
                          "the per-item side names exactly those, one query each.")
     ap.add_argument("--sample-size", type=int, default=5, help="Candidates a crowded relation offers (ToG: 5).")
+    ap.add_argument("--per-item-wire", choices=("tog", "ours"), default="tog",
+                    help="How the per-item side sends its queries: tog (default) as ToG's code does (GET, JSON "
+                         "results, ToG's query texts); ours: POST, XML results and our one-pattern queries, "
+                         "cheaper per request (a stricter comparison).")
     ap.add_argument("--dev-per-hop", type=int, default=0,
                     help="Ask this many MetaQA dev questions per hop (seeded, as benchmarks/metaqa.py picks "
                          "them; needs ../shared/data) instead of the sample's 21.")
@@ -201,9 +283,10 @@ def main() -> None:
                     help="MetaQA-style KB to load (default: the full MetaQA KB from ../shared/data when "
                          "present, else the sample's)")
     args = ap.parse_args()
-    global SAMPLE, NAME_SEEN
+    global SAMPLE, NAME_SEEN, WIRE
     SAMPLE = not args.name_every_tail
     NAME_SEEN = args.name_what_the_search_sees
+    WIRE = args.per_item_wire
 
     from engine.backends.sparql import SparqlGraph
     from engine.evaluate import read_questions
