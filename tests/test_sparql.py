@@ -57,9 +57,11 @@ TRUE = (b'<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-resu
 
 
 @contextlib.contextmanager
-def answering(reply):
+def answering(reply, calls_itself: str | None = None):
     """A local HTTP server that answers each POST with ``reply(handler,
-    query)`` (bytes); yields its port."""
+    query)`` (bytes), with ``calls_itself`` as its Server header if given;
+    yields its port.
+    The request's form fields are in ``handler.form``."""
     import threading
     import urllib.parse
     from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -67,7 +69,8 @@ def answering(reply):
     class Endpoint(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802 (http.server's name)
             body = self.rfile.read(int(self.headers["Content-Length"])).decode()
-            answer = reply(self, urllib.parse.parse_qs(body)["query"][0])
+            self.form = urllib.parse.parse_qs(body)
+            answer = reply(self, self.form["query"][0])
             self.send_response(200)
             self.send_header("Content-Type", "application/sparql-results+xml")
             self.send_header("Content-Length", str(len(answer)))
@@ -76,6 +79,9 @@ def answering(reply):
 
         def log_message(self, *args):
             pass
+
+        def version_string(self):
+            return calls_itself or super().version_string()
 
     server = HTTPServer(("127.0.0.1", 0), Endpoint)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -157,7 +163,7 @@ def test_name_lookups_ask_only_for_the_name_predicates_the_endpoint_uses(stores)
         assert want and len(want) < len(remote.name_predicates)
         sent: list[str] = []
         plain_query = remote._kg_query
-        remote._kg_query = lambda text: sent.append(text) or plain_query(text)
+        remote._kg_query = lambda text, params=(): sent.append(text) or plain_query(text, params)
         ids = ["http://rdf.freebase.com/ns/m.film1", "http://rdf.freebase.com/ns/m.cvt1"]
         assert remote.labels(ids) == local.labels(ids)
         assert remote.labels(ids) == local.labels(ids)
@@ -188,13 +194,14 @@ def test_an_unreachable_endpoint_is_one_line(tog, tmp_path, monkeypatch):
     assert "Traceback" not in result.output
 
 
-def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_path):
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "values-in-text"])
+def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_path, prepared):
     """The endpoint picks each pair's sample itself (SHA-1 order) and sends
     a page with names, not the hub: the candidates equal the embedded
     store's for every limit, with unnamed tails, literals (non-ASCII ones,
     which Virtuoso hashes unlike us, come first and are ordered by the
     client) and non-ASCII IRIs; a pair whose first page is all named costs
-    one request."""
+    one request. Both with prepared queries and with values in the text."""
     from conftest import load_into, write_nt
 
     from engine.backends.sparql import SparqlGraph
@@ -219,12 +226,14 @@ def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_pa
     launcher = str(REPO / "launcher" / "virtuoso-server")
     assert subprocess.run([launcher, "load", str(nt), graph], capture_output=True, timeout=120).returncode == 0
     local, _ = load_into(tmp_path / "local", nt)
-    remote = SparqlGraph(f"{os.environ['TOG_SPARQL_ENDPOINT']}?default-graph-uri={graph}", runs=tmp_path / "runs")
+    remote = SparqlGraph(f"{os.environ['TOG_SPARQL_ENDPOINT']}?default-graph-uri={graph}", runs=tmp_path / "runs",
+                         prepared=prepared)
+    assert remote.prepared is prepared
     sent: list[set[str]] = []  # the distinct neighbours in each answer
     plain_query = remote._kg_query
 
-    def spy(text):
-        rows = plain_query(text)
+    def spy(text, params=()):
+        rows = plain_query(text, params)
         sent.append({r["x"].value for r in rows if r["x"] is not None})
         return rows
 
@@ -250,6 +259,10 @@ def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_pa
                 assert got == want, (over, size)
                 if request == [(film, directed)] and over > 2:
                     assert len(sent) == 1 and len(sent[0]) <= max(over, 31)
+        # the hub as the entity around which relations are listed, and named
+        gérard = f"{ex}Gérard0"
+        assert remote.relations([film, gérard]) == local.relations([film, gérard])
+        assert remote.labels([film, f"{ex}actor1"]) == local.labels([film, f"{ex}actor1"]) != {}
     finally:
         remote.close()
         subprocess.run([launcher, "drop", graph], capture_output=True, timeout=120)
@@ -326,3 +339,93 @@ def test_through_an_http_proxy_each_request_goes_on_its_own_connection(tmp_path,
         assert kg.has_entity("http://example.org/x")
         kg.close()
     assert seen == [("http://endpoint.invalid:8890/sparql", "close")] * 2  # the ASK at start, then has_entity
+
+
+def test_prepared_queries_repeat_their_text_and_send_values_as_parameters(stores, tmp_path):
+    """On Virtuoso the listing, naming and paging queries are prepared: the
+    text is the same whatever the entities (so the endpoint compiles it once)
+    and names none of them; the values travel as HTTP parameters. Answers
+    equal those with the values in the text, past one request's slots too,
+    and an IRI the store lacks is not added to its dictionary (as the IRIs
+    in a query's text are)."""
+    from engine.backends import open_store
+    from engine.backends.sparql import PAD, PREPARED_MAX, SparqlGraph
+    from engine.graph import Relation
+
+    spec, local_spec = stores
+    prepared, plain = open_store(spec), SparqlGraph(spec, runs=tmp_path / "plain", prepared=False)
+    local = open_store(local_spec)
+    prepared._name_terms()  # asked once, with the values in the text
+    sent: list[tuple[str, dict]] = []
+    plain_query = prepared._kg_query
+    prepared._kg_query = lambda text, params=(): sent.append((text, dict(params))) or plain_query(text, params)
+    film, person = "http://rdf.freebase.com/ns/m.film1", "http://rdf.freebase.com/ns/m.dir1"
+    absent = f"http://rdf.freebase.com/ns/m.absent{uuid.uuid4().hex}"
+    try:
+        assert prepared.prepared and not plain.prepared
+        for ids in ([film], [person], [absent], [film, person, absent]):
+            assert prepared.relations(ids) == plain.relations(ids) == local.relations(ids)
+            assert prepared.labels(ids) == plain.labels(ids) == local.labels(ids)
+        assert all(params for _, params in sent)  # every request prepared
+        listings = [(text, params) for text, params in sent if "?po" in text]
+        namings = [(text, params) for text, params in sent  # not those of the relations' own names
+                   if "?po" not in text and set(params.values()) <= {film, person, absent, PAD}]
+        assert [params for _, params in listings[:3]] == [{"tog0": i} for i in (film, person, absent)]
+        assert len({text for text, _ in listings[:3]}) == len({text for text, _ in namings[:3]}) == 1
+        assert set(listings[3][1].values()) == {film, person, absent, PAD}  # four slots, one unused
+        assert listings[3][0] != listings[0][0] and namings[3][0] != namings[0][0]
+        assert not any(i in text for text, _ in sent for i in (film, person, absent))
+        # more entities than one request has slots
+        many = [film, person] + [f"{absent}{i}" for i in range(PREPARED_MAX)]
+        sent.clear()
+        assert prepared.relations(many) == plain.relations(many) == local.relations(many)
+        assert len(sent) == 2
+        requests = [(film, r) for r in local.relations([film])[film]] + [(person, Relation(r.id, r.direction))
+                                                                       for r in local.relations([person])[person]]
+        for over in (0, 2):
+            got = [(c.node.id, c.node.name) for c in prepared.expand(requests, limit=5, over=over)]
+            assert got == [(c.node.id, c.node.name) for c in plain.expand(requests, limit=5, over=over)] != []
+        assert not any(i in text for text, _ in sent for i in (film, person))
+        # Virtuoso adds every IRI of a query's text to its dictionary; not those sent as values
+        never = f"{absent}-asked-prepared-only"
+        assert prepared.relations([never]) == {never: []} and prepared.labels([never]) == {}
+        assert prepared.expand([(never, requests[0][1])], limit=5) == []
+        assert not prepared.has_entity(never) and prepared.has_entity(film) and prepared.has_entity(person)
+        held = f"select case when iri_to_id('{never}', 0) is null then 'ABSENT' else 'HELD' end;"
+        check = subprocess.run([str(REPO / "launcher" / "virtuoso-server"), "sql", held],
+                               capture_output=True, text=True, timeout=60)
+        assert check.returncode == 0 and "ABSENT" in check.stdout, check.stdout  # not added by the lookups
+    finally:
+        for kg in (prepared, plain, local):
+            kg.close()
+
+
+def test_prepared_queries_only_on_a_virtuoso_that_runs_them(tmp_path):
+    """Another endpoint gets the values in the query text; so does one that
+    calls itself Virtuoso but fails the one probe; one that passes it gets
+    prepared queries."""
+    from engine.backends.sparql import PAD, SparqlGraph
+
+    probe_answer = {"text": b"<html>no</html>"}
+    seen: list[str] = []
+
+    def reply(handler, query):
+        seen.append(query)
+        if "bif:http_param" in query:
+            return probe_answer["text"]
+        return TRUE
+
+    for server, answer, want in (
+            (None, None, False),
+            ("Virtuoso/07.20.3229 (Linux)", b"<html>no</html>", False),
+            ("Virtuoso/07.20.3229 (Linux)", (
+                '<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#"><head>'
+                '<variable name="v"/></head><results><result><binding name="v">'
+                f'<literal>{PAD}</literal></binding></result></results></sparql>').encode(), True)):
+        seen.clear()
+        probe_answer["text"] = answer
+        with answering(reply, server) as port:
+            kg = SparqlGraph(f"sparql+http://127.0.0.1:{port}/sparql", runs=tmp_path / f"runs{len(str(server))}")
+            assert kg.prepared is want, server
+            kg.close()
+        assert len(seen) == (1 if server is None else 2)  # the ASK, and the probe for a Virtuoso
