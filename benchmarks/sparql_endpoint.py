@@ -29,6 +29,16 @@ topics' names free, as ToG reads them from its question files).
 ``--dev-per-hop N`` asks seeded MetaQA dev questions instead of the
 sample's 21.
 
+Virtuoso compiles each query text it has not seen and reuses the plan of
+one it has, and compiling is most of what a small query costs it. Each
+pass therefore starts every text with an unused ``PREFIX`` of its own, so
+that questions asked again cost what new ones do (``--repeat-texts``
+sends the same texts in every pass). The batched side's prepared texts,
+whose values travel as HTTP parameters, are the exception: the endpoint
+compiles each of them once and reuses it for new values, pass after
+pass, as a server that has answered questions before does
+(``--new-server`` makes them new in each pass too).
+
     launcher/virtuoso-server start
     python benchmarks/sparql_endpoint.py --endpoint sparql+http://127.0.0.1:18890/sparql
 """
@@ -51,6 +61,7 @@ SAMPLE_FROM, NUM_RETAIN = 20, 5  # ToG's sampling of entity candidates before na
 SAMPLE = True
 NAME_SEEN = False  # --name-what-the-search-sees
 WIRE = "tog"  # --per-item-wire
+SALT = ""  # a no-op first line that makes every query text of a pass new to the endpoint
 TOG_PREFIX = "PREFIX ns: <http://rdf.freebase.com/ns/>"  # ToG declares it in every query
 SAME_AS = "http://www.w3.org/2002/07/owl#sameAs"
 
@@ -94,7 +105,7 @@ def per_item_class():
         rng = random.Random(0)
 
         def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
+            super().__init__(*args, prepared=False, **kwargs)  # ToG's values are in its query texts
             self._fresh = True
 
         def _free(self, ids):
@@ -108,9 +119,10 @@ def per_item_class():
 
         _uncounted = False
 
-        def _remote(self, text):
+        def _remote(self, text, params=()):
+            text = SALT + text
             if WIRE != "tog" or self._uncounted:
-                return super()._remote(text)
+                return SparqlGraph._remote(self, text, params)
             params = [("query", text)] + [("default-graph-uri", g) for g in self.graphs]
             params += [(key, "json") for key in ("format", "output", "results")]
             request = urllib.request.Request(
@@ -269,6 +281,14 @@ def main() -> None:
                     help="How the per-item side sends its queries: tog (default) as ToG's code does (GET, JSON "
                          "results, ToG's query texts); ours: POST, XML results and our one-pattern queries, "
                          "cheaper per request (a stricter comparison).")
+    ap.add_argument("--repeat-texts", action="store_true",
+                    help="Send the same query texts in every pass (Virtuoso then reuses what it compiled in the "
+                         "first: questions asked again). By default each pass's texts are new to it, as with "
+                         "questions never asked before.")
+    ap.add_argument("--new-server", action="store_true",
+                    help="Make the batched side's prepared texts new to the endpoint in each pass too (a server "
+                         "that never saw them: each is compiled once per pass). By default they are reused "
+                         "from pass to pass, as on a server that has answered questions before.")
     ap.add_argument("--dev-per-hop", type=int, default=0,
                     help="Ask this many MetaQA dev questions per hop (seeded, as benchmarks/metaqa.py picks "
                          "them; needs ../shared/data) instead of the sample's 21.")
@@ -315,7 +335,13 @@ def main() -> None:
         if args.keep:
             print(f"graph: {graph} (kept: pass --graph {graph} to measure it again)")
         spec = f"{args.endpoint}?default-graph-uri={graph}"
-        batched = SparqlGraph(spec, runs=Path(tmp) / "runs-a")
+        class Batched(SparqlGraph):
+            def _remote(self, text, params=()):
+                # a prepared text (its values in params) is compiled once by the
+                # endpoint, then reused for new values: new to it only with --new-server
+                return super()._remote(text if params and not args.new_server else SALT + text, params)
+
+        batched = Batched(spec, runs=Path(tmp) / "runs-a")
         per_item = per_item_class()(spec, runs=Path(tmp) / "runs-b")
         if args.dev_per_hop:
             from types import SimpleNamespace
@@ -336,7 +362,11 @@ def main() -> None:
                   f"{args.sample_over} or more neighbours")
         # the first passes after a fresh load warm Virtuoso up (their figures
         # are printed too, but they swing by several times from run to run)
+        global SALT
+        run = uuid.uuid4().hex[:8]
         for n in range(1, args.passes + 1):
+            if not args.repeat_texts:  # each pass's texts are new to the endpoint (an unused prefix)
+                SALT = f"PREFIX tog{run}p{n}: <urn:x-tog:pass>\n"
             label = f"pass {n} of {args.passes}" + (" (cold)" if n == 1 else "")
             figures = {"batched": [], "per item": []}
             same = 0
