@@ -361,6 +361,7 @@ def test_prepared_queries_repeat_their_text_and_send_values_as_parameters(stores
     prepared._kg_query = lambda text, params=(): sent.append((text, dict(params))) or plain_query(text, params)
     film, person = "http://rdf.freebase.com/ns/m.film1", "http://rdf.freebase.com/ns/m.dir1"
     absent = f"http://rdf.freebase.com/ns/m.absent{uuid.uuid4().hex}"
+    never = f"{absent}-asked-prepared-only"
     try:
         assert prepared.prepared and not plain.prepared
         for ids in ([film], [person], [absent], [film, person, absent]):
@@ -386,8 +387,13 @@ def test_prepared_queries_repeat_their_text_and_send_values_as_parameters(stores
             got = [(c.node.id, c.node.name) for c in prepared.expand(requests, limit=5, over=over)]
             assert got == [(c.node.id, c.node.name) for c in plain.expand(requests, limit=5, over=over)] != []
         assert not any(i in text for text, _ in sent for i in (film, person))
+        # looking through a CVT (m.film1 -starring-> m.cvt1 -actor-> m.actor1)
+        cvt = "http://rdf.freebase.com/ns/m.cvt1"
+        through = [(cvt, r) for r in local.relations([cvt])[cvt] if r.direction == "out"] + [(absent, requests[0][1])]
+        sent.clear()
+        assert prepared._expand_named(through, 5) == plain._expand_named(through, 5) == local._expand_named(through, 5)
+        assert len(prepared._expand_named(through, 5)[cvt]) >= 2 and sent and all(params for _, params in sent)
         # Virtuoso adds every IRI of a query's text to its dictionary; not those sent as values
-        never = f"{absent}-asked-prepared-only"
         assert prepared.relations([never]) == {never: []} and prepared.labels([never]) == {}
         assert prepared.expand([(never, requests[0][1])], limit=5) == []
         assert not prepared.has_entity(never) and prepared.has_entity(film) and prepared.has_entity(person)

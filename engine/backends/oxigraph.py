@@ -248,13 +248,12 @@ class OxigraphGraph(ThreadMeter):
             over=over, size=size)
 
     def _expand_named(self, requests: list[tuple[str, Relation]], limit: int) -> dict[str, list[Candidate]]:
-        names = self._name_terms()
+        """The named out-neighbours of each (entity, relation), at most
+        ``limit`` per entity (``look_through``)."""
         by_source: dict[str, list[Candidate]] = defaultdict(list)
-        pairs = [(ox.NamedNode(e), ox.NamedNode(r.id)) for e, r in requests]
-        for part in chunks(pairs, BATCH):
-            text = render("expand_out", pairs=_sparql_rows(part), names=_sparql_rows(names))
+        for part in chunks(requests, BATCH):
             rows: dict[tuple[str, str, str], list] = {}
-            for row in self._kg_query(text):
+            for row in self._expand_named_rows(part):
                 x = row["x"]
                 xid = literal_id(x) if isinstance(x, ox.Literal) else x.value
                 key = (row["e"].value, row["p"].value, xid)
@@ -272,6 +271,11 @@ class OxigraphGraph(ThreadMeter):
                 if len(by_source[e]) < limit:
                     by_source[e].append(Candidate(e, Relation(p, "out"), node))
         return by_source
+
+    def _expand_named_rows(self, requests: list[tuple[str, Relation]]):
+        """``expand_out.rq`` rows (?e ?p ?x ?np ?name) for these pairs."""
+        pairs = [(ox.NamedNode(e), ox.NamedNode(r.id)) for e, r in requests]
+        return self._kg_query(render("expand_out", pairs=_sparql_rows(pairs), names=_sparql_rows(self._name_terms())))
 
     def relation_schema(self, relation: Relation) -> list[Relation]:
         """Relations found around a sample of the nodes that ``relation``

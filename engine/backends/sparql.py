@@ -343,6 +343,23 @@ class SparqlGraph(OxigraphGraph):
                     out.append(row)
         return out
 
+    def _expand_named_rows(self, requests: list[tuple[str, Relation]]):
+        if not self.prepared:
+            return super()._expand_named_rows(requests)
+        out = []
+        for part in chunks(requests, PREPARED_MAX):
+            slots = _slots(len(part))
+            params = []
+            for n in range(slots):
+                e, r = (part[n][0], part[n][1].id) if n < len(part) else (PAD, PAD)
+                params += [(f"tog{2 * n}", e), (f"tog{2 * n + 1}", r)]
+            for row in self._kg_query(self._prepared_text("named_out", slots), params):
+                n = int(row["k"].value)
+                if n < len(part):
+                    row["e"], row["p"] = ox.NamedNode(part[n][0]), ox.NamedNode(part[n][1].id)
+                    out.append(row)
+        return out
+
     def _prepared_text(self, kind: str, slots: int) -> str:
         """The text of the prepared ``kind`` query with ``slots`` slots (made once)."""
         text = self._texts.get((kind, slots))
@@ -360,6 +377,10 @@ class SparqlGraph(OxigraphGraph):
                 text = render("prepared_topics", named=branches("prepared_named"), **around)
             elif kind == "labels":
                 text = render("prepared_labels", named=branches("prepared_named"))
+            elif kind == "named_out":  # a slot is two values here: entity 2n, relation 2n+1
+                pairs = "\n    UNION ".join(render("prepared_pair_out", e=prepared_slot(2 * n), p=prepared_slot(2 * n + 1),
+                                                   k=n).strip() for n in range(slots))
+                text = render("prepared_expand_out", pairs=pairs, names=names)
             else:
                 raise ValueError(f"no prepared query {kind!r}")
             self._texts[(kind, slots)] = text
