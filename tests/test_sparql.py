@@ -221,6 +221,16 @@ def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_pa
     for i in range(30):
         lines.append(f'<{ex}film> <{ex}directed> <{ex}director{i}> .')
         lines.append(f'<{ex}director{i}> <{label}> "Director {i}" .')
+    # a hub on the other side: films starring one star, every third unnamed
+    for i in range(45):
+        lines.append(f"<{ex}sfilm{i}> <{ex}starring> <{ex}star> .")
+        if i % 3:
+            lines.append(f'<{ex}sfilm{i}> <{label}> "Star Film {i}" .')
+    lines.append(f"<{ex}star> <{ex}directed> <{ex}director0> .")
+    for i in range(45):  # and fans, every third unnamed: a second out-pair that pages on
+        lines.append(f"<{ex}star> <{ex}knows> <{ex}fan{i}> .")
+        if i % 3:
+            lines.append(f'<{ex}fan{i}> <{label}> "Fan {i}" .')
     nt = write_nt(tmp_path / "hub.nt", lines)
     graph = f"http://tog.test/{uuid.uuid4().hex}"
     launcher = str(REPO / "launcher" / "virtuoso-server")
@@ -238,11 +248,17 @@ def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_pa
         return rows
 
     remote._kg_query = spy
-    film = f"{ex}film"
+    film, star = f"{ex}film", f"{ex}star"
     starring, directed = Relation(f"{ex}starring", "out"), Relation(f"{ex}directed", "out")
+    starred = Relation(f"{ex}starring", "in")
+    # both directions, (prepared) five out-pairs in eight slots, two of them paging on from different offsets
+    mixed = [(film, starring), (star, starred), (film, directed), (star, directed), (star, Relation(f"{ex}knows", "out")),
+             (f"{ex}sfilm1", starring)]
+    mixed_follow_ups = 0  # expand calls of `mixed` that needed a second page request
     try:
         for limit in range(1, 40):
-            for request in ([(film, starring)], [(film, directed)], [(film, starring), (film, directed)]):
+            for request in ([(film, starring)], [(film, directed)], [(film, starring), (film, directed)],
+                            [(star, starred)], mixed):
                 sent.clear()
                 got = [(c.node.id, c.node.name) for c in remote.expand(request, limit=limit)]
                 assert got == [(c.node.id, c.node.name) for c in local.expand(request, limit=limit)], limit
@@ -250,9 +266,30 @@ def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_pa
                     assert len(set().union(*sent) & set(actors)) < len(actors)  # never the whole hub
                 if request == [(film, directed)]:
                     assert len(sent) == 1 and len(sent[0]) <= limit + 1
+                mixed_follow_ups += request == mixed and len(sent) > 1
+        assert mixed_follow_ups > 0
+        # each pair's own window, whatever the other pairs of its direction ask for
+        knows = Relation(f"{ex}knows", "out")
+        windows = {(star, knows): (7, 2), (film, directed): (3, 5), (star, directed): (0, 1), (star, starred): (2, 6)}
+        other = SparqlGraph(f"{os.environ['TOG_SPARQL_ENDPOINT']}?default-graph-uri={graph}", runs=tmp_path / "other",
+                            prepared=not prepared)
+        try:
+            got = []
+            for kg in (remote, other):
+                text, params, slot_pairs = kg._page_query(list(windows), windows)
+                rows: dict = {pair: set() for pair in windows}
+                for row in kg._kg_query(text, params):
+                    pair = slot_pairs[int(row["i"].value)]
+                    if pair is not None:
+                        rows[pair].add(row["x"].value)
+                got.append(rows)
+            assert got[0] == got[1]
+            assert [len(got[0][pair]) for pair in windows] == [3, 6, 1, 7]  # size + 1 rows, where there are
+        finally:
+            other.close()
         # ToG's rule for crowded relations: the first page shows whether a pair is crowded
         for over, size in ((20, 5), (10, 3), (37, 4), (38, 4), (2, 1), (31, 40)):
-            for request in ([(film, starring)], [(film, directed)], [(film, starring), (film, directed)]):
+            for request in ([(film, starring)], [(film, directed)], [(film, starring), (film, directed)], mixed):
                 sent.clear()
                 got = [(c.node.id, c.node.name) for c in remote.expand(request, limit=30, over=over, size=size)]
                 want = [(c.node.id, c.node.name) for c in local.expand(request, limit=30, over=over, size=size)]
@@ -376,11 +413,14 @@ def test_prepared_queries_repeat_their_text_and_send_values_as_parameters(stores
         assert set(listings[3][1].values()) == {film, person, absent, PAD}  # four slots, one unused
         assert listings[3][0] != listings[0][0] and namings[3][0] != namings[0][0]
         assert not any(i in text for text, _ in sent for i in (film, person, absent))
-        # more entities than one request has slots
+        # past PREPARED_MAX entities, one request with them in its text (faster than several prepared)
         many = [film, person] + [f"{absent}{i}" for i in range(PREPARED_MAX)]
         sent.clear()
         assert prepared.relations(many) == plain.relations(many) == local.relations(many)
-        assert len(sent) == 2
+        assert len(sent) == 1 and not sent[0][1] and film in sent[0][0]
+        sent.clear()
+        assert prepared.relations(many[:PREPARED_MAX]) == local.relations(many[:PREPARED_MAX])
+        assert len(sent) == 1 and len(sent[0][1]) == PREPARED_MAX and film not in sent[0][0]
         requests = [(film, r) for r in local.relations([film])[film]] + [(person, Relation(r.id, r.direction))
                                                                        for r in local.relations([person])[person]]
         for over in (0, 2):

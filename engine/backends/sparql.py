@@ -24,8 +24,10 @@ so the text repeats from question to question and Virtuoso compiles it
 once. Compiling is most of what our queries cost it: a page of three
 pairs took 6.1 ms with new values in the text and 2.6 ms prepared. The
 number of slots is rounded up to a power of two (unused slots hold an IRI
-no store has) so that few texts exist. Other endpoints get the same
-queries with the values in ``VALUES`` blocks.
+no store has) so that few texts exist. Listings, names and look-through
+of more than PREPARED_MAX entities go in one query with the values in its
+text, then faster than several prepared ones. Other endpoints get the
+same queries with the values in ``VALUES`` blocks.
 
 Entity linking asks the endpoint for exact names (a key as written, in
 title case and in upper case; English and untagged): with a big endpoint,
@@ -71,7 +73,7 @@ SCHEMES = ("sparql+http", "sparql+https")
 PAGE_PAIRS = 40  # (entity, relation) pairs per page request
 WHOLE = 10 ** 9  # the page size that asks for a pair whole
 AHEAD_MAX = 1_000  # topics whose relations wait for the search
-PREPARED_MAX = 32  # values in one prepared query; more go in further requests
+PREPARED_MAX = 32  # entities (or pairs) a prepared query takes; more go in one VALUES query
 PAD = "urn:x-tog:unused-slot"  # the IRI of an unused slot: no store holds it
 SORTED_MAX = 10_000  # rows Virtuoso sorts for ORDER BY ... LIMIT (MaxSortedTopRows); beyond, a pair comes whole
 
@@ -110,6 +112,18 @@ def prepared_slot(n: int) -> str:
 def _slots(n: int) -> int:
     """The slots a prepared query gets for ``n`` values: the next power of two."""
     return 1 << max(n - 1, 0).bit_length()
+
+
+def _slot_of(row, var: str, slots: int) -> int:
+    """The slot number in ``row[var]``; a ``StoreError`` when the answer
+    does not have the shape of the query."""
+    try:
+        n = int(row[var].value)
+    except (AttributeError, TypeError, ValueError):
+        n = -1
+    if not 0 <= n < slots:
+        raise StoreError(f"the endpoint's answer does not fit the query (?{var} = {row[var]})")
+    return n
 
 
 def is_sparql_uri(spec: str) -> bool:
@@ -298,7 +312,7 @@ class SparqlGraph(OxigraphGraph):
         iris = [i for i in dict.fromkeys(ids) if not i.startswith('"')]
         if not iris:
             return self.labels(ids)
-        if self.prepared:
+        if self._prepare(iris):
             rows = self._slot_rows("topics", iris)
         else:
             entities = sparql_values([(ox.NamedNode(i),) for i in iris])
@@ -314,50 +328,54 @@ class SparqlGraph(OxigraphGraph):
         ahead = {e: self._ahead.pop(e, None) for e in dict.fromkeys(entities)}
         if entities and all(rels is not None for rels in ahead.values()):
             return {e: list(rels) for e, rels in ahead.items()}
-        if not self.prepared:
-            return super().relations(entities)
         iris = [e for e in dict.fromkeys(entities) if not e.startswith('"')]
+        if not self._prepare(iris):
+            return super().relations(entities)
         return self._relations_from(self._slot_rows("relations", iris), entities)
 
     def labels(self, ids: Sequence[str]) -> dict[str, str]:
-        if not self.prepared:
+        iris = [i for i in dict.fromkeys(ids) if not i.startswith('"')]
+        if not self._prepare(iris):
             return super().labels(ids)
         out = {i: literal_from_id(i).value for i in ids if i.startswith('"')}
-        iris = [i for i in dict.fromkeys(ids) if not i.startswith('"')]
         out.update(self._pick_names((r["e"].value, r["np"].value, r["name"]) for r in self._slot_rows("labels", iris)))
         return out
 
     # -- prepared queries (Virtuoso) --------------------------------------------
+    def _prepare(self, values: Sequence) -> bool:
+        """Whether a query over these entities (or pairs) goes prepared: on
+        Virtuoso, up to PREPARED_MAX of them. Past that, one query with the
+        values in its text is faster than several prepared ones."""
+        return self.prepared and 0 < len(values) <= PREPARED_MAX
+
     def _slot_rows(self, kind: str, iris: Sequence[str]) -> list:
         """The rows of the prepared ``kind`` query (relations, labels or
-        topics) for ``iris``, up to PREPARED_MAX a request; each row's slot
-        ``?k`` is turned back into its entity ``?e``."""
+        topics) for ``iris``; each row's slot ``?k`` is turned back into
+        its entity ``?e``."""
+        slots = _slots(len(iris))
+        params = [(f"tog{n}", iris[n] if n < len(iris) else PAD) for n in range(slots)]
         out = []
-        for part in chunks(list(iris), PREPARED_MAX):
-            slots = _slots(len(part))
-            params = [(f"tog{n}", part[n] if n < len(part) else PAD) for n in range(slots)]
-            for row in self._kg_query(self._prepared_text(kind, slots), params):
-                n = int(row["k"].value)
-                if n < len(part):
-                    row["e"] = ox.NamedNode(part[n])
-                    out.append(row)
+        for row in self._kg_query(self._prepared_text(kind, slots), params):
+            n = _slot_of(row, "k", slots)
+            if n < len(iris):  # an unused slot's IRI is in no store
+                row["e"] = ox.NamedNode(iris[n])
+                out.append(row)
         return out
 
     def _expand_named_rows(self, requests: list[tuple[str, Relation]]):
-        if not self.prepared:
+        if not self._prepare(requests):
             return super()._expand_named_rows(requests)
+        slots = _slots(len(requests))
+        params = []
+        for n in range(slots):
+            e, r = (requests[n][0], requests[n][1].id) if n < len(requests) else (PAD, PAD)
+            params += [(f"tog{2 * n}", e), (f"tog{2 * n + 1}", r)]
         out = []
-        for part in chunks(requests, PREPARED_MAX):
-            slots = _slots(len(part))
-            params = []
-            for n in range(slots):
-                e, r = (part[n][0], part[n][1].id) if n < len(part) else (PAD, PAD)
-                params += [(f"tog{2 * n}", e), (f"tog{2 * n + 1}", r)]
-            for row in self._kg_query(self._prepared_text("named_out", slots), params):
-                n = int(row["k"].value)
-                if n < len(part):
-                    row["e"], row["p"] = ox.NamedNode(part[n][0]), ox.NamedNode(part[n][1].id)
-                    out.append(row)
+        for row in self._kg_query(self._prepared_text("named_out", slots), params):
+            n = _slot_of(row, "k", slots)
+            if n < len(requests):
+                row["e"], row["p"] = ox.NamedNode(requests[n][0]), ox.NamedNode(requests[n][1].id)
+                out.append(row)
         return out
 
     def _prepared_text(self, kind: str, slots: int) -> str:
@@ -427,7 +445,7 @@ class SparqlGraph(OxigraphGraph):
             for part in chunks(list(todo), PREPARED_MAX if self.prepared else PAGE_PAIRS):
                 text, params, slot_pairs = self._page_query(part, todo)
                 for row in self._kg_query(text, params):
-                    pair = slot_pairs[int(row["i"].value)]
+                    pair = slot_pairs[_slot_of(row, "i", len(slot_pairs))]
                     if pair is None:
                         continue  # an unused slot (its IRI is in no store)
                     x = row["x"]
