@@ -31,13 +31,13 @@ sample's 21.
 
 Virtuoso compiles each query text it has not seen and reuses the plan of
 one it has, and compiling is most of what a small query costs it. Each
-pass therefore starts every text with an unused ``PREFIX`` of its own, so
-that questions asked again cost what new ones do (``--repeat-texts``
-sends the same texts in every pass). The batched side's prepared texts,
-whose values travel as HTTP parameters, are the exception: the endpoint
-compiles each of them once and reuses it for new values, pass after
-pass, as a server that has answered questions before does
-(``--new-server`` makes them new in each pass too).
+pass therefore starts every text of both sides with an unused ``PREFIX``
+of its own: every pass runs as on a server that has seen none of its
+texts, so questions asked again cost what new ones do. Within a pass, the
+batched side's prepared texts (values sent as HTTP parameters) are
+compiled at their first use and reused by the questions after it; on a
+server that has answered questions before they would all be compiled
+already. ``--repeat-texts`` sends the same texts in every pass instead.
 
     launcher/virtuoso-server start
     python benchmarks/sparql_endpoint.py --endpoint sparql+http://127.0.0.1:18890/sparql
@@ -67,6 +67,7 @@ SAME_AS = "http://www.w3.org/2002/07/owl#sameAs"
 
 
 def per_item_class():
+    import http.client
     import random
     import urllib.parse
     import urllib.request
@@ -132,8 +133,8 @@ def per_item_class():
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
                     data = response.read()
-            except OSError as e:
-                raise StoreError(str(e)) from None
+            except (OSError, http.client.HTTPException) as e:
+                raise StoreError(str(e) or type(e).__name__) from None
             return _read_results(data, ox.QueryResultsFormat.JSON)
 
         def _query_relations(self, e, direction):
@@ -247,17 +248,19 @@ def per_item_class():
                 if i.startswith('"'):
                     out.update(super().labels([i]))
                     continue
-                # ToG's shape: the name, or else an owl:sameAs IRI; one
-                # branch per name predicate here, ranked as the backend ranks
-                iri = nt(ox.NamedNode(i))
-                rows = []
-                for (np,) in self._name_terms():
-                    branches = [f"{{\n    ?entity {nt(np)} ?tailEntity .\n    FILTER(?entity = {iri})\n  }}",
-                                f"{{\n    ?entity {nt(ox.NamedNode(SAME_AS))} ?tailEntity .\n"
-                                f"    FILTER(?entity = {iri})\n  }}"]
-                    text = (f"{TOG_PREFIX}\nSELECT DISTINCT ?tailEntity\nWHERE {{\n  "
-                            + "\n  UNION\n  ".join(branches) + "\n}")
-                    rows += [(i, np.value, r["tailEntity"]) for r in self._kg_query(text)]
+                # ToG's shape: the name, or else an owl:sameAs IRI, one query
+                # per entity (with several name predicates, ToG has one, the
+                # first branch takes them all and says which one it matched)
+                iri, terms = nt(ox.NamedNode(i)), [np for (np,) in self._name_terms()]
+                several = len(terms) > 1
+                named = (f"?entity ?np ?tailEntity .\n    VALUES ?np {{ {' '.join(nt(t) for t in terms)} }}" if several
+                         else f"?entity {nt(terms[0])} ?tailEntity .")
+                text = (f"{TOG_PREFIX}\nSELECT DISTINCT ?tailEntity{' ?np' if several else ''}\nWHERE {{\n"
+                        f"  {{\n    {named}\n    FILTER(?entity = {iri})\n  }}\n  UNION\n"
+                        f"  {{\n    ?entity {nt(ox.NamedNode(SAME_AS))} ?tailEntity .\n    FILTER(?entity = {iri})\n"
+                        f"  }}\n}}")
+                rows = [(i, r["np"].value if several else terms[0].value, r["tailEntity"])
+                        for r in self._kg_query(text) if not several or r["np"] is not None]
                 out.update(self._pick_names(rows))
             return out
 
@@ -285,10 +288,6 @@ def main() -> None:
                     help="Send the same query texts in every pass (Virtuoso then reuses what it compiled in the "
                          "first: questions asked again). By default each pass's texts are new to it, as with "
                          "questions never asked before.")
-    ap.add_argument("--new-server", action="store_true",
-                    help="Make the batched side's prepared texts new to the endpoint in each pass too (a server "
-                         "that never saw them: each is compiled once per pass). By default they are reused "
-                         "from pass to pass, as on a server that has answered questions before.")
     ap.add_argument("--dev-per-hop", type=int, default=0,
                     help="Ask this many MetaQA dev questions per hop (seeded, as benchmarks/metaqa.py picks "
                          "them; needs ../shared/data) instead of the sample's 21.")
@@ -337,9 +336,7 @@ def main() -> None:
         spec = f"{args.endpoint}?default-graph-uri={graph}"
         class Batched(SparqlGraph):
             def _remote(self, text, params=()):
-                # a prepared text (its values in params) is compiled once by the
-                # endpoint, then reused for new values: new to it only with --new-server
-                return super()._remote(text if params and not args.new_server else SALT + text, params)
+                return super()._remote(SALT + text, params)
 
         batched = Batched(spec, runs=Path(tmp) / "runs-a")
         per_item = per_item_class()(spec, runs=Path(tmp) / "runs-b")
