@@ -114,6 +114,13 @@ def _slots(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
 
+def _pair_params(n: int, pair: tuple[str, Relation] | None) -> list[tuple[str, str]]:
+    """The HTTP parameters of pair slot ``n`` (entity ``tog2n``, relation
+    ``tog2n+1``); an unused slot (None) gets PAD for both."""
+    e, r = (pair[0], pair[1].id) if pair is not None else (PAD, PAD)
+    return [(f"tog{2 * n}", e), (f"tog{2 * n + 1}", r)]
+
+
 def _slot_of(row, var: str, slots: int) -> int:
     """The slot number in ``row[var]``; a ``StoreError`` when the answer
     does not have the shape of the query."""
@@ -366,10 +373,7 @@ class SparqlGraph(OxigraphGraph):
         if not self._prepare(requests):
             return super()._expand_named_rows(requests)
         slots = _slots(len(requests))
-        params = []
-        for n in range(slots):
-            e, r = (requests[n][0], requests[n][1].id) if n < len(requests) else (PAD, PAD)
-            params += [(f"tog{2 * n}", e), (f"tog{2 * n + 1}", r)]
+        params = [p for n in range(slots) for p in _pair_params(n, requests[n] if n < len(requests) else None)]
         out = []
         for row in self._kg_query(self._prepared_text("named_out", slots), params):
             n = _slot_of(row, "k", slots)
@@ -388,11 +392,13 @@ class SparqlGraph(OxigraphGraph):
                 extra = {"names": names} if name == "prepared_named" else {}
                 return "\n    UNION ".join(render(name, e=prepared_slot(n), k=n, **extra).strip() for n in range(slots))
 
-            around = {"out": branches("prepared_around_out"), "in": branches("prepared_around_in")}
+            def around() -> dict[str, str]:
+                return {"out": branches("prepared_around_out"), "in": branches("prepared_around_in")}
+
             if kind == "relations":
-                text = render("prepared_relations", **around)
+                text = render("prepared_relations", **around())
             elif kind == "topics":
-                text = render("prepared_topics", named=branches("prepared_named"), **around)
+                text = render("prepared_topics", named=branches("prepared_named"), **around())
             elif kind == "labels":
                 text = render("prepared_labels", named=branches("prepared_named"))
             elif kind == "named_out":  # a slot is two values here: entity 2n, relation 2n+1
@@ -523,7 +529,7 @@ class SparqlGraph(OxigraphGraph):
                 offset, size = pages[pair or group[-1]]
                 i = len(slot_pairs)
                 slot_pairs.append(pair)
-                params += [(f"tog{2 * i}", pair[0] if pair else PAD), (f"tog{2 * i + 1}", pair[1].id if pair else PAD)]
+                params += _pair_params(i, pair)
                 slot = {"e": prepared_slot(2 * i), "p": prepared_slot(2 * i + 1), "i": i}
                 if offset + size + 1 > SORTED_MAX:
                     blocks.append(render(f"prepared_tails_whole_{direction}", **slot))
