@@ -475,3 +475,31 @@ def test_prepared_queries_only_on_a_virtuoso_that_runs_them(tmp_path):
             assert kg.prepared is want, server
             kg.close()
         assert len(seen) == (1 if server is None else 2)  # the ASK, and the probe for a Virtuoso
+
+
+def test_an_answer_whose_slot_is_not_in_the_query_is_one_error(tmp_path):
+    """A prepared answer naming a slot the query does not have (a broken
+    endpoint) is a clear StoreError, not a traceback."""
+    from engine.backends.sparql import PAD, SparqlGraph
+    from engine.errors import StoreError
+
+    def results(var, *values):
+        rows = "".join(f'<result><binding name="{var}"><literal>{v}</literal></binding></result>' for v in values)
+        return ('<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#"><head>'
+                f'<variable name="{var}"/></head><results>{rows}</results></sparql>').encode()
+
+    def reply(handler, query):
+        if query.startswith("ASK"):
+            return TRUE
+        if "BIND(bif:http_param('tog0') AS ?v)" in query:
+            return results("v", PAD)  # the probe passes
+        if "FILTER EXISTS" in query:
+            return results("np")  # which name predicates the endpoint uses: none
+        return results("k", 7)  # a one-slot listing answered for slot 7
+
+    with answering(reply, "Virtuoso/07.20.3229 (Linux)") as port:
+        kg = SparqlGraph(f"sparql+http://127.0.0.1:{port}/sparql", runs=tmp_path / "runs")
+        assert kg.prepared
+        with pytest.raises(StoreError, match="does not fit the query"):
+            kg.relations(["http://example.org/x"])
+        kg.close()
