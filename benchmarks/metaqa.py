@@ -49,14 +49,14 @@ def main() -> None:
     if not (args.data / "kb.txt.gz").exists():
         sys.exit(f"MetaQA data not found at {args.data}; pass --data DIR")
 
-    from engine.backends.oxigraph import OxigraphGraph
     from engine.evaluate import Question
+    from engine.store import open_store
     from loaders.load import load_file
 
     args.workdir.mkdir(parents=True, exist_ok=True)
-    kg = OxigraphGraph(args.workdir / "store", create=True)
+    kg = open_store(args.workdir / "store", create=True)
     started = time.perf_counter()
-    report = load_file(kg, args.data / "kb.txt.gz", fmt="delimited")
+    report = load_file(kg.need_sink(), args.data / "kb.txt.gz", fmt="delimited")
     print(f"KB: {report.triples:,} triples ({'already loaded' if report.already_complete else f'{time.perf_counter() - started:.1f} s'})")
     answer_one = answerer(kg, args)
     print(f"{args.per_hop} dev questions per hop")

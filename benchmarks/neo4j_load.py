@@ -45,14 +45,14 @@ def clear(uri: str, user: str, password: str) -> None:
 
 def load_rate(spec: str, file: Path) -> tuple[float, int, dict]:
     """(triples/s, triples, the store's counts afterwards) of one load."""
-    from engine.backends import open_store
+    from engine.store import open_store
     from loaders.load import load_file
 
     with open_store(spec, create=True) as kg:
         started = time.perf_counter()
-        report = load_file(kg, file)
+        report = load_file(kg.need_sink(), file)
         seconds = time.perf_counter() - started
-        counts = kg.stats()
+        counts = kg.kg.stats()
     return report.triples / seconds, report.triples, counts
 
 
@@ -60,7 +60,7 @@ def offline_rate(file: Path, workdir: Path) -> tuple[float, float, float]:
     """(triples/s end to end, export seconds, import seconds) of the offline path."""
     import subprocess
 
-    from engine.backends.neo4j_csv import Neo4jCsvExport
+    from engine.backends.neo4j.csv_export import Neo4jCsvExport
     from loaders.load import load_file
 
     out, home = workdir / "csv", workdir / "import-home"
@@ -81,7 +81,7 @@ def offline_rate(file: Path, workdir: Path) -> tuple[float, float, float]:
 
 
 def questions_on(spec: str, kb: Path, questions) -> list[tuple[list[str], float, int]]:
-    from engine.backends import open_store
+    from engine.store import open_store
     from engine.pruning import get_pruner
     from engine.reasoning import get_reasoner
     from engine.runs import ask
@@ -90,7 +90,7 @@ def questions_on(spec: str, kb: Path, questions) -> list[tuple[list[str], float,
 
     out = []
     with open_store(spec, create=True) as kg:
-        load_file(kg, kb)
+        load_file(kg.need_sink(), kb)
         for q in questions:
             r = ask(kg, q.question, get_pruner("hybrid"), get_reasoner("offline"), SearchConfig(), q.topics,
                     record=False)

@@ -56,12 +56,12 @@ def main() -> None:
     if not (args.data / "PQ-2H.txt").exists():
         sys.exit(f"PathQuestion data not found at {args.data}; pass --data DIR")
 
-    from engine.backends.oxigraph import OxigraphGraph
+    from engine.store import open_store
     from loaders.load import load_file
 
     for hops in ("2H", "3H"):
-        kg = OxigraphGraph(args.workdir / f"store-{hops}", create=True)
-        report = load_file(kg, args.data / f"{hops}-kb.txt", fmt="tsv")
+        kg = open_store(args.workdir / f"store-{hops}", create=True)
+        report = load_file(kg.need_sink(), args.data / f"{hops}-kb.txt", fmt="tsv")
         print(f"{hops} KB: {report.triples:,} triples")
         qs = read(args.data / f"PQ-{hops}.txt", f"PQ-{hops}", args.limit)
         run_set(f"PQ-{hops}", qs, answerer(kg, args), args.workdir / f"results-{args.method}-{hops}.jsonl")

@@ -77,7 +77,7 @@ def per_item_class():
     from engine.backends.common import crowd_cap, look_through, sample_key, select_candidates
     from engine.backends.sparql import SparqlGraph, _read_results
     from engine.errors import StoreError
-    from engine.graph import Node, Relation
+    from engine.graph import CANDIDATE_WINDOW, Node, Relation, is_literal
     from engine.queries import sparql_values
 
     def one(term) -> str:
@@ -112,11 +112,12 @@ def per_item_class():
         def _free(self, ids):
             """Names the per-item side gets for free: asked in one batch, our
             way, and neither counted nor timed."""
-            lookups, seconds, self._uncounted = self.lookups, self.seconds, True
+            lookups, seconds, self._uncounted = self.meter.lookups, self.meter.seconds, True
             try:
                 return SparqlGraph.labels(self, ids)
-            finally:
-                self.lookups, self.seconds, self._uncounted = lookups, seconds, False
+            finally:  # take back what the meter counted meanwhile
+                self.meter.add(seconds - self.meter.seconds, lookups - self.meter.lookups)
+                self._uncounted = False
 
         _uncounted = False
 
@@ -163,7 +164,7 @@ def per_item_class():
                 found = set()
                 for direction in ("out", "in"):
                     var, text = self._query_relations(e, direction)
-                    for row in self._kg_query(text):
+                    for row in self._select(text):
                         p = row[var].value
                         if self.policy.allows(p) and p not in names:
                             found.add(Relation(p, direction))
@@ -172,7 +173,7 @@ def per_item_class():
 
         def _tails(self, e, rel):
             var, text = self._query_tails(e, rel)
-            return [row[var] for row in self._kg_query(text) if row[var] is not None]
+            return [row[var] for row in self._select(text) if row[var] is not None]
 
         def expand(self, requests, limit=100, *, over=0, size=5):
             if over or NAME_SEEN:
@@ -217,7 +218,7 @@ def per_item_class():
                 counts[(e, rel)] = len(terms)
                 cap = crowd_cap(len(terms), limit, over, size)
                 seen, named = {}, 0
-                for xid in sorted(terms, key=sample_key)[: 4 * cap]:
+                for xid in sorted(terms, key=sample_key)[: CANDIDATE_WINDOW * cap]:
                     if named >= cap:
                         break
                     x = terms[xid]
@@ -245,7 +246,7 @@ def per_item_class():
                 return out
             out = {}
             for i in ids:
-                if i.startswith('"'):
+                if is_literal(i):
                     out.update(super().labels([i]))
                     continue
                 # ToG's shape: the name, or else an owl:sameAs IRI, one query
@@ -260,7 +261,7 @@ def per_item_class():
                         f"  {{\n    ?entity {nt(ox.NamedNode(SAME_AS))} ?tailEntity .\n    FILTER(?entity = {iri})\n"
                         f"  }}\n}}")
                 rows = [(i, r["np"].value if several else terms[0].value, r["tailEntity"])
-                        for r in self._kg_query(text) if not several or r["np"] is not None]
+                        for r in self._select(text) if not several or r["np"] is not None]
                 out.update(self._pick_names(rows))
             return out
 
@@ -314,6 +315,7 @@ def main() -> None:
     from engine.reasoning import get_reasoner
     from engine.runs import ask
     from engine.search import SearchConfig
+    from engine.store import Store
     from loaders import triples
 
     sample = HERE.parent / "examples" / "metaqa"
@@ -338,8 +340,8 @@ def main() -> None:
             def _remote(self, text, params=()):
                 return super()._remote(SALT + text, params)
 
-        batched = Batched(spec, runs=Path(tmp) / "runs-a")
-        per_item = per_item_class()(spec, runs=Path(tmp) / "runs-b")
+        batched = Batched(spec)
+        per_item = per_item_class()(spec)
         if args.dev_per_hop:
             from types import SimpleNamespace
 
@@ -374,9 +376,9 @@ def main() -> None:
                 for name, kg in (("batched", batched), ("per item", per_item)):
                     # the whole question, linking included (the per-item side
                     # gets its topics' names free, as ToG reads them from its files)
-                    lookups, seconds = kg.lookups, kg.seconds
-                    r = ask(kg, q.question, pruner, reasoner, config, topics, record=False)
-                    figures[name].append((1000 * (kg.seconds - seconds), kg.lookups - lookups))
+                    lookups, seconds = kg.meter.lookups, kg.meter.seconds
+                    r = ask(Store(name, kg), q.question, pruner, reasoner, config, topics, record=False)
+                    figures[name].append((1000 * (kg.meter.seconds - seconds), kg.meter.lookups - lookups))
                     answers.append(r.result.answer.names)
                 same += answers[0] == answers[1]
             print(f"{label}:")

@@ -24,8 +24,8 @@ from importlib import resources
 
 from engine.llm import LLMClient, current_usage
 from engine.paths import Path
-from engine.pruning import PRUNERS, Choice, _normalise
-from engine.reasoning import REASONERS, Answer
+from engine.pruning import Choice, _normalise
+from engine.reasoning import Answer
 from engine.replies import parse_answer, parse_entities, parse_judgement, parse_scores
 
 SECTIONS = ("[system]", "[example]", "[reply]", "[task]")
@@ -269,7 +269,3 @@ def baseline_answer(client: LLMClient, method: str, question: str) -> list[str]:
                        temperature=client.settings.temperature_reason, purpose=method, reply_format=p.reply_format)
     return got[0] if got else []
 
-
-PRUNERS["llm"] = LLMPruner
-PRUNERS["embedding"] = EmbeddingPruner
-REASONERS["llm"] = LLMReasoner

@@ -28,8 +28,14 @@ def _fail_cleanly(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        from engine.config import SettingsError
+
         try:
             return fn(*args, **kwargs)
+        except SettingsError as e:
+            if os.environ.get("TOG_TRACEBACK"):
+                raise
+            raise click.UsageError(str(e)) from e
         except TogError as e:
             if os.environ.get("TOG_TRACEBACK"):
                 raise
@@ -43,125 +49,53 @@ def _fail_cleanly(fn):
 
 store_option = click.option(
     "--store", "store", envvar="TOG_STORE", default=DEFAULT_STORE, show_default=True, show_envvar=True,
-    help="Directory of the embedded Oxigraph store, or a Neo4j server: neo4j://HOST:7687 or "
-         "bolt://HOST:7687 (user and password from NEO4J_USER / NEO4J_PASSWORD).",
+    help="Directory of the embedded Oxigraph store, a Neo4j server (neo4j://HOST:7687 or bolt://HOST:7687; "
+         "user and password from NEO4J_USER / NEO4J_PASSWORD), or a SPARQL endpoint "
+         "(sparql+http://HOST:8890/sparql, read-only).",
 )
 
 
+def _click_option(o):
+    """The click option of a setting (``engine.config.Option``)."""
+    if o.toggle:
+        decls = [f"--{o.toggle}/--no-{o.toggle}", o.name]
+        return click.option(*decls, default=o.default, show_default=True, help=o.help)
+    decls = [o.cli_name, *o.flags]
+    if o.flag:
+        return click.option(*decls, is_flag=True, default=o.default, help=o.help)
+    kind: object = o.kind
+    if o.choices is not None:
+        kind = click.Choice(list(o.choices()))
+    elif o.limits is not None:
+        lo, hi = o.limits
+        kind = (click.IntRange if o.kind is int else click.FloatRange)(lo, hi)
+    elif o.kind is Path:
+        kind = click.Path(dir_okay=False, path_type=Path)
+    extra = {"envvar": o.envvar, "show_envvar": True} if o.envvar else {}
+    return click.option(*decls, type=kind, default=o.default, show_default=o.default is not None, help=o.help,
+                        **extra)
+
+
 def search_options(fn):
-    """Options shared by `ask` and `eval` (also from TOG_* variables and the config file)."""
-    options = [
-        click.option("--width", "-n", type=click.IntRange(1, 50), default=3, show_default=True,
-                     help="Beam width N: paths kept per depth."),
-        click.option("--depth", "-d", type=click.IntRange(1, 10), default=3, show_default=True,
-                     help="Maximum search depth D."),
-        click.option("--method", type=click.Choice(["tog", "tog-r", "io", "cot"]), default="tog", show_default=True,
-                     help="ToG scores entities; ToG-R keeps relation chains and samples entities; io and cot "
-                          "ask the LLM alone (baselines, no KG)."),
-        click.option("--pruner", type=click.Choice(["llm", "hybrid", "bm25", "embedding", "random"]), default=None,
-                     help="How candidate paths are scored [default: llm with --model, else hybrid]."),
-        click.option("--reasoner", type=click.Choice(["llm", "offline"]), default=None,
-                     help="Who judges and answers [default: llm with --model, else offline]."),
-        click.option("--threshold", type=click.FloatRange(0, 1), default=None,
-                     help="Stop once the judge's reward reaches this [default: 0.5 for the LLM judge, "
-                          "whose reward is its probability that the paths suffice; 0.9 offline]."),
-        click.option("--max-candidates", type=click.IntRange(1), default=100, show_default=True,
-                     help="Neighbours fetched per (entity, relation)."),
-        click.option("--sample-over", type=click.IntRange(0), default=0, show_default=True,
-                     help="ToG's rule for crowded relations: an (entity, relation) with this many neighbours "
-                          "or more offers only --sample-size of them (ToG: 20); 0 turns it off."),
-        click.option("--sample-size", type=click.IntRange(1), default=5, show_default=True,
-                     help="Neighbours a crowded relation offers (ToG's num_retain_entity)."),
-        click.option("--seed", type=int, default=0, show_default=True, help="Seed for tie-breaks and sampling."),
-        click.option("--relation-descriptions", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                     help="TOML file giving the KG's relations other names and kinds (\"spouse\": husband, "
-                          "wife, other half), read by the offline scorers; see the README."),
-        click.option("--record/--no-record", default=True, show_default=True,
-                     help="Keep the run as path nodes in the store."),
-        click.option("--model", envvar="TOG_MODEL", show_envvar=True, default=None,
-                     help="Any model litellm reaches: gpt-4o-mini, ollama/llama2, hosted_vllm/meta-llama/"
-                          "Llama-2-7b-chat-hf ... (API keys from the provider's usual variable, e.g. "
-                          "OPENAI_API_KEY). Without it, no LLM is used."),
-        click.option("--api-base", envvar="TOG_API_BASE", show_envvar=True, default=None,
-                     help="Endpoint of the model's server (Ollama, vLLM, any OpenAI-compatible one)."),
-        click.option("--embedding-model", envvar="TOG_EMBEDDING_MODEL", show_envvar=True, default=None,
-                     help="Embedding model for --pruner embedding, through litellm (text-embedding-3-small, "
-                          "ollama/nomic-embed-text ...)."),
-        click.option("--temperature-explore", type=click.FloatRange(0, 2), default=0.4, show_default=True,
-                     help="Temperature of pruning calls."),
-        click.option("--temperature-reason", type=click.FloatRange(0, 2), default=0.0, show_default=True,
-                     help="Temperature of judging and answering calls."),
-        click.option("--max-tokens", type=click.IntRange(1), default=256, show_default=True,
-                     help="Most tokens per LLM reply."),
-        click.option("--cache/--no-cache", "llm_cache", default=True, show_default=True,
-                     help="Answer temperature-0 LLM calls from the response cache ($TOG_CACHE_DIR, "
-                          "default ~/.cache/tog)."),
-        click.option("--cache-sampled", is_flag=True, help="Cache sampled (temperature > 0) calls too."),
-        click.option("--llm-timeout", type=click.FloatRange(1), default=60.0, show_default=True,
-                     help="Seconds per LLM call."),
-        click.option("--llm-retries", type=click.IntRange(0, 20), default=4, show_default=True,
-                     help="Retries of a call on rate limits, timeouts and server errors (with backoff)."),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
+    """Options shared by `ask` and `eval`, one per setting of ``engine.config``
+    (also from TOG_* variables and the config file)."""
+    from engine.config import OPTIONS
+
+    for o in reversed(OPTIONS):
+        fn = _click_option(o)(fn)
     return fn
 
 
-SEARCH_KEYS = ("width", "depth", "method", "pruner", "reasoner", "threshold", "max_candidates", "sample_over",
-               "sample_size", "seed", "record", "model", "api_base", "embedding_model", "temperature_explore",
-               "temperature_reason", "max_tokens", "llm_cache", "cache_sampled", "llm_timeout", "llm_retries",
-               "relation_descriptions")
-
-
 def _open(store: str, create: bool = False):
-    from engine.backends import open_store
+    from engine.store import open_store
 
     return open_store(store, create=create)
 
 
-def _components(o: dict, concurrency: int = 1):
-    """(search config, pruner, reasoner, LLM client or None) from the options."""
-    from engine.pruning import get_pruner
-    from engine.reasoning import get_reasoner
-    from engine.search import SearchConfig
+def _settings(options: dict):
+    from engine.config import Settings
 
-    llm = None
-    if o["model"] or o["embedding_model"]:
-        from engine.llm import LLMClient, LLMSettings
-
-        llm = LLMClient(LLMSettings(
-            model=o["model"] or "", embedding_model=o["embedding_model"], api_base=o["api_base"], temperature_explore=o["temperature_explore"],
-            temperature_reason=o["temperature_reason"], max_tokens=o["max_tokens"], timeout=o["llm_timeout"],
-            retries=o["llm_retries"], cache=o["llm_cache"], cache_sampled=o["cache_sampled"] and o["llm_cache"],
-            max_in_flight=max(1, concurrency)))
-    import engine.agent  # noqa: F401  (registers the llm and embedding pruners and the llm reasoner)
-
-    chat = bool(o["model"])
-    pruner = o["pruner"] or ("llm" if chat else "hybrid")
-    reasoner = o["reasoner"] or ("llm" if chat else "offline")
-    for kind, name in (("pruner", pruner), ("reasoner", reasoner)):
-        if name == "llm" and not chat:
-            raise click.UsageError(f"--{kind} llm needs a model: --model NAME (or TOG_MODEL)")
-    if pruner == "embedding" and not o["embedding_model"]:
-        raise click.UsageError("--pruner embedding needs --embedding-model NAME (or TOG_EMBEDDING_MODEL)")
-    if o["method"] in ("io", "cot") and not chat:
-        raise click.UsageError(f"--method {o['method']} asks the LLM alone: --model NAME (or TOG_MODEL)")
-    threshold = o["threshold"] if o["threshold"] is not None else (0.5 if reasoner == "llm" else 0.9)
-    config = SearchConfig(width=o["width"], depth=o["depth"], method=o["method"], threshold=threshold,
-                          max_candidates=o["max_candidates"], sample_over=o["sample_over"],
-                          sample_size=o["sample_size"], seed=o["seed"])
-    return (config, get_pruner(pruner, seed=o["seed"], client=llm),
-            get_reasoner(reasoner, client=llm, method=o["method"]), llm)
-
-
-def _descriptions(o: dict):
-    """(relation descriptions or None, what the run records of them)."""
-    path = o.get("relation_descriptions")
-    if path is None:
-        return None, None
-    from engine.descriptions import Descriptions
-
-    return Descriptions.load(path), {"relation_descriptions": str(path)}
+    return Settings.from_options(options)
 
 
 def _config_file(path: Path | None) -> dict:
@@ -177,7 +111,9 @@ def _config_file(path: Path | None) -> dict:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise click.UsageError(f"cannot read the config file {path}: {e}") from None
-    known = set(SEARCH_KEYS) | {"store", "concurrency", "no_cache"}
+    from engine.config import FILE_KEYS
+
+    known = FILE_KEYS | {"no_cache"}
 
     def keys(table: dict, where: str) -> dict:
         out = {}
@@ -236,9 +172,9 @@ def load_options(fn):
     return fn
 
 
-def _load_files(graph, files, fmt, delimiter, max_errors, name_predicates, name_langs, progress,
+def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_langs, progress,
                 force=False, chunk_bytes=None, segment_lines=None) -> None:
-    """Load each file into ``graph`` and print its summary."""
+    """Load each file through ``sink`` (an ``engine.store.BulkSink``) and print its summary."""
     from engine.graph import DEFAULT_NAME_PREDICATES
     from loaders.load import SEGMENT_LINES, load_file
 
@@ -247,7 +183,7 @@ def _load_files(graph, files, fmt, delimiter, max_errors, name_predicates, name_
     langs = tuple(name_langs) if name_langs else ("en", "")
     preds = tuple(name_predicates) if name_predicates else DEFAULT_NAME_PREDICATES
     for f in files:
-        report = load_file(graph, f, fmt=fmt, delimiter=delimiter, max_errors=max_errors,
+        report = load_file(sink, f, fmt=fmt, delimiter=delimiter, max_errors=max_errors,
                            name_predicates=preds, name_langs=langs, progress=progress, force=force,
                            chunk_bytes=chunk_bytes, segment_lines=segment_lines or SEGMENT_LINES)
         if report.already_complete:
@@ -279,8 +215,8 @@ def load(files, store, fmt, delimiter, max_errors, name_predicates, name_langs, 
     Re-running the same command resumes an interrupted load; loading a file
     twice adds nothing.
     """
-    with _open(store, create=True) as kg:
-        _load_files(kg, files, fmt, delimiter, max_errors, name_predicates, name_langs, progress,
+    with _open(store, create=True) as s:
+        _load_files(s.need_sink(), files, fmt, delimiter, max_errors, name_predicates, name_langs, progress,
                     force, chunk_bytes, segment_lines)
 
 
@@ -295,10 +231,11 @@ def export_neo4j(files, out, fmt, delimiter, max_errors, name_predicates, name_l
     \b
     Then, with the server stopped:
       launcher/neo4j-server import OUT    (replaces the database)
-    Much faster than `tog load --store neo4j://...` for big files; the
-    result is the same database.  A killed export starts over.
+    The result is the database an online load builds (on 2 cores the online
+    load was the faster of the two; see the README).  A killed export
+    starts over.
     """
-    from engine.backends.neo4j_csv import Neo4jCsvExport
+    from engine.backends.neo4j.csv_export import Neo4jCsvExport
 
     export = Neo4jCsvExport(out)
     try:
@@ -348,8 +285,8 @@ def _run_extract(profile, dump, seeds, hops, domains, out, load_into, max_errors
     for line, reason in report.bad[:5]:
         click.echo(f"  line {line}: {reason}")
     if load_into:
-        with _open(load_into, create=True) as kg:
-            _load_files(kg, [out], "nt", None, max_errors, (), (), progress)
+        with _open(load_into, create=True) as s:
+            _load_files(s.need_sink(), [out], "nt", None, max_errors, (), (), progress)
 
 
 @extract.command("freebase")
@@ -402,17 +339,8 @@ def extract_wikidata(dump, seeds, hops, domains, out, load_into, max_errors, pro
 @_fail_cleanly
 def ask(question, store, topics, as_json, **options) -> None:
     """Answer QUESTION from the store, printing the supporting KG paths."""
-    from engine.runs import ask as ask_question
-
-    config, pruner_obj, reasoner, llm = _components(options)
-    descriptions, extra = _descriptions(options)
-    try:
-        with _open(store) as kg:
-            result = ask_question(kg, question, pruner_obj, reasoner, config, topics, record=options["record"],
-                                  llm=llm, descriptions=descriptions, extra_config=extra)
-    finally:
-        if llm is not None:
-            llm.close()
+    with _settings(options).open() as engine, _open(store) as s:
+        result = engine.ask(s, question, topics)
     data = result.to_json()
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
@@ -454,8 +382,8 @@ def runs() -> None:
 @_fail_cleanly
 def runs_list(store, as_json) -> None:
     """List runs, oldest first."""
-    with _open(store) as kg:
-        items = kg.runs()
+    with _open(store) as s:
+        items = s.need_runs().list()
     if as_json:
         click.echo(json.dumps([{"id": r.id, "question": r.question, "started": r.started, "status": r.status,
                                 "method": r.method, "answer": r.answer} for r in items], ensure_ascii=False))
@@ -484,11 +412,13 @@ def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output) -> None
     from dataclasses import asdict
 
     from engine.feedback import corrected_paths
-    from engine.runs import name_relations, render_tree
+    from engine.runs import last_run_id, name_relations, render_tree
 
-    with _open(store) as kg:
-        tree = name_relations(kg, kg.run(_run_id(kg, run_id)))
-        corrected = corrected_paths(kg, tree)
+    with _open(store) as s:
+        runs_log = s.need_runs()
+        tree = name_relations(s.kg, runs_log.get(last_run_id(runs_log, run_id)))
+        corrected = corrected_paths(s, tree)
+        browser = s.browser
     if fmt != "text":
         from engine import pictures
 
@@ -503,30 +433,16 @@ def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output) -> None
             click.echo(f"wrote {output}")
         return
     if as_cypher:
-        from engine.backends.neo4j import browser_commands, is_neo4j_uri
-
-        if not is_neo4j_uri(store):
-            raise click.ClickException("--cypher draws runs stored in Neo4j; this store is embedded "
-                                       "(see `tog runs show` for its tree)")
-        click.echo(browser_commands(tree.info.id))
+        if browser is None:
+            raise click.ClickException("--cypher draws runs stored in Neo4j; this store has no graph browser "
+                                       "(`tog runs show` prints its tree, --format html draws it)")
+        click.echo(browser.commands(tree.info.id))
         return
     if as_json:
         click.echo(json.dumps({"run": asdict(tree.info), "paths": [asdict(p) for p in tree.paths]},
                               ensure_ascii=False, indent=2))
         return
     click.echo(render_tree(tree, show_pruned=not kept_only, corrected=corrected))
-
-
-def _run_id(kg, run_id: str) -> str:
-    """``last`` -> the newest run's id."""
-    from engine.errors import UnknownRunError
-
-    if run_id != "last":
-        return run_id
-    items = kg.runs()
-    if not items:
-        raise UnknownRunError("no runs in this store yet; ask a question first")
-    return items[-1].id
 
 
 @cli.command()
@@ -538,10 +454,11 @@ def _run_id(kg, run_id: str) -> str:
 def feedback(run_id, store, rating, comment) -> None:
     """Rate the answer of RUN_ID (or `last`); kept with the run."""
     from engine.feedback import add_feedback
+    from engine.runs import last_run_id
 
-    with _open(store) as kg:
-        run_id = _run_id(kg, run_id)
-        add_feedback(kg, run_id, rating, comment)
+    with _open(store) as s:
+        run_id = last_run_id(s.need_runs(), run_id)
+        add_feedback(s, run_id, rating, comment)
     click.echo(f"feedback on {run_id}: {rating}")
 
 
@@ -562,9 +479,10 @@ def correct(store, remove, add, run_id, reason) -> None:
                   --add "Quiz Show|directed_by|Mike Newell" --reason "..."
     """
     from engine.feedback import correct as apply
+    from engine.runs import last_run_id
 
-    with _open(store) as kg:
-        c = apply(kg, remove, add, reason, _run_id(kg, run_id) if run_id else None)
+    with _open(store) as s:
+        c = apply(s, remove, add, reason, last_run_id(s.need_runs(), run_id) if run_id else None)
     click.echo(f"correction {c.id}: {len(c.removed)} removed, {len(c.added)} added"
                + (f", {len(c.kept)} already there" if c.kept else "") + f" (undo: tog corrections revert {c.id})")
 
@@ -582,13 +500,12 @@ def corrections_list(store, as_json) -> None:
     """Every correction, oldest first, with what it changed and why."""
     from dataclasses import asdict
 
-    from engine.feedback import needs_corrections
+    from engine.graph import is_literal
 
-    with _open(store) as kg:
-        needs_corrections(kg)
-        items = kg.corrections()
-        ids = {x for c in items for f in c.removed + c.added + c.kept for x in (f[0], f[2]) if not x.startswith('"')}
-        names = kg.labels(sorted(ids)) if ids else {}
+    with _open(store) as s:
+        items = s.need_corrections().list()
+        ids = {x for c in items for f in c.removed + c.added + c.kept for x in (f[0], f[2]) if not is_literal(x)}
+        names = s.kg.labels(sorted(ids)) if ids else {}
     if as_json:
         click.echo(json.dumps([asdict(c) for c in items], ensure_ascii=False, indent=2))
         return
@@ -601,7 +518,8 @@ def corrections_list(store, as_json) -> None:
                    f"{'  run ' + c.run if c.run else ''}  reason: {c.reason}")
         for tag, facts in (("-", c.removed), ("+", c.added), ("= (already there)", c.kept)):
             for s_, r, o in facts:
-                click.echo(f"  {tag} {names.get(s_, s_)} | {local_name(r)} | {names.get(o, o)}   <{s_}> <{r}> {o if o.startswith(chr(34)) else '<' + o + '>'}")
+                click.echo(f"  {tag} {names.get(s_, s_)} | {local_name(r)} | {names.get(o, o)}   "
+                           f"<{s_}> <{r}> {o if is_literal(o) else '<' + o + '>'}")
 
 
 @corrections.command("revert")
@@ -612,8 +530,8 @@ def corrections_revert(correction_id, store) -> None:
     """Undo CORRECTION_ID exactly (its added facts go, its removed facts return)."""
     from engine.feedback import revert
 
-    with _open(store) as kg:
-        c = revert(kg, correction_id)
+    with _open(store) as s:
+        c = revert(s, correction_id)
     click.echo(f"reverted {c.id}: {len(c.added)} facts taken out, {len(c.removed)} put back")
 
 
@@ -629,8 +547,8 @@ def runs_prune(store, older_than) -> None:
         moment = cutoff(older_than)
     except ValueError as e:
         raise click.ClickException(f"--older-than: {e}") from None
-    with _open(store) as kg:
-        dropped = kg.prune_runs(moment)
+    with _open(store) as s:
+        dropped = s.need_runs().prune(moment)
     click.echo(f"removed {dropped} run(s) started before {moment}")
 
 
@@ -650,70 +568,24 @@ def runs_prune(store, older_than) -> None:
 @_fail_cleanly
 def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, **options) -> None:
     """Answer every question of FILE and score the answers (resumable)."""
-    from engine.evaluate import evaluate, read_questions, topics_for
-    from engine.runs import ask as ask_question
+    from engine.evaluate import evaluate, read_questions, summary_path, write_report
 
     questions = list(read_questions(file, types))
     if limit:
         questions = questions[:limit]
-    config, pruner_obj, reasoner, llm = _components(options, concurrency)
-    descriptions, extra = _descriptions(options)
     if progress is None:
         progress = sys.stderr.isatty()
-    try:
-        with _open(store) as kg:
-
-            def answer_one(q):
-                r = ask_question(kg, q.question, pruner_obj, reasoner, config, topics_for(kg, q),
-                                 record=options["record"], llm=llm, descriptions=descriptions, extra_config=extra)
-                s = r.result.stats
-                row = {"prediction": r.result.answer.names, "from_kg": r.result.answer.from_kg, "run": r.run_id,
-                       "paths": [p.verbalise() for p in r.result.supporting], "depth": s["depth"],
-                       "kg_lookups": s["kg_lookups"], "kg_seconds": s["kg_seconds"], "seconds": s["seconds"]}
-                row.update({k: v for k, v in s.items() if k.startswith(("llm_", "tokens_")) or k == "cost"})
-                return row
-
-            summary = evaluate(questions, answer_one, out, progress=progress, concurrency=concurrency)
-            if report is not None:
-                try:
-                    _write_report(kg, report, out, summary, {q.id for q in questions})
-                except OSError as e:
-                    raise click.ClickException(f"cannot write the report {report}: {e.strerror or e}") from None
-    finally:
-        if llm is not None:
-            llm.close()
-    summary_file = out.with_name(out.name + ".summary.json")
-    summary_file.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    with _settings(options).open(concurrency) as engine, _open(store) as s:
+        summary = evaluate(questions, lambda q: engine.answer_row(s, q), out, progress=progress,
+                           concurrency=concurrency)
+        if report is not None:
+            try:
+                pictures = write_report(s, report, out, summary, {q.id for q in questions})
+            except OSError as e:
+                raise click.ClickException(f"cannot write the report {report}: {e.strerror or e}") from None
+            click.echo(f"report: {report} ({pictures} run pictures in {report.with_name(report.stem + '_runs')})")
     _print_summary(summary)
-    click.echo(f"results: {out}, summary: {summary_file}")
-
-
-def _write_report(kg, report: Path, out: Path, summary: dict, ids: set[str]) -> None:
-    """``report`` plus one picture per recorded run in ``REPORT_runs/``."""
-    from engine import pictures
-    from engine.errors import UnknownRunError
-    from engine.feedback import corrected_paths
-    from engine.runs import name_relations
-
-    rows = [r for r in (json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip())
-            if r.get("id") in ids]
-    folder = report.with_name(report.stem + "_runs")
-    links = {}
-    for r in rows:
-        run_id = r.get("run")
-        if not run_id:
-            continue
-        try:
-            tree = kg.run(run_id)
-        except UnknownRunError:
-            continue  # pruned since
-        folder.mkdir(parents=True, exist_ok=True)
-        tree = name_relations(kg, tree)
-        (folder / f"{run_id}.html").write_text(pictures.html_page(tree, corrected_paths(kg, tree)), encoding="utf-8")
-        links[run_id] = f"{folder.name}/{run_id}.html"
-    report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(pictures.report_page(f"tog eval {out.name}", summary, rows, links), encoding="utf-8")
-    click.echo(f"report: {report} ({len(links)} run pictures in {folder})")
+    click.echo(f"results: {out}, summary: {summary_path(out)}")
 
 
 def _print_summary(s: dict) -> None:
@@ -737,8 +609,8 @@ def _print_summary(s: dict) -> None:
 @_fail_cleanly
 def info(store) -> None:
     """What the store holds."""
-    with _open(store) as kg:
-        stats = kg.stats()
+    with _open(store) as s:
+        stats = s.stats()
     for k, v in stats.items():
         click.echo(f"{k}: {v:,}" if isinstance(v, int) else f"{k}: {v}")
 

@@ -6,9 +6,18 @@ code; anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
+from typing import Any
+
 
 class TogError(Exception):
-    """Root of every error this project raises on purpose."""
+    """Root of every error this project raises on purpose.
+
+    ``llm_usage``: what the LLM calls of a question cost before it failed
+    (``engine.runs.ask`` sets it), so an evaluation counts them."""
+
+    llm_usage: dict = {}
 
 
 class StoreError(TogError):
@@ -42,6 +51,18 @@ def lookup(registry: dict, kind: str, name: str):
     except KeyError:
         raise UnknownComponentError(
             f"unknown {kind} {name!r}; available: {', '.join(sorted(registry))}") from None
+
+
+def deferred(module: str, name: str) -> Callable[..., Any]:
+    """A registry entry that imports ``module`` when it is first called and
+    makes ``module.name`` (litellm, behind the LLM pruner, costs seconds to
+    import: a registry can name it without importing it)."""
+
+    def make(**options: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(**options)
+
+    make.__qualname__ = f"{module}.{name}"
+    return make
 
 
 class LLMError(TogError):

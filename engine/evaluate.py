@@ -19,9 +19,14 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.errors import LLMError, StoreError, TogError
-from engine.graph import name_key
+from engine.graph import KnowledgeGraph, name_key
+
+if TYPE_CHECKING:
+    from engine.runs import AskResult
+    from engine.store import Store
 
 
 @dataclass(slots=True)
@@ -148,7 +153,7 @@ def _gold(r: dict) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def topics_for(kg, q: Question) -> list[str]:
+def topics_for(kg: KnowledgeGraph, q: Question) -> list[str]:
     """A question's topics for this store: the topic IRIs the KG holds (a
     Freebase KG knows the mids, a Wikidata one the qids); when it holds none,
     the topics' names, linked through the name index."""
@@ -156,6 +161,50 @@ def topics_for(kg, q: Question) -> list[str]:
         return list(q.topics)
     held = [t for t in q.topics if kg.has_entity(t)]
     return held or list(dict.fromkeys(q.topic_names[t] for t in q.topics))
+
+
+def result_row(r: AskResult) -> dict:
+    """What the results file keeps of an answered question (the scores are added by ``evaluate``)."""
+    s = r.result.stats
+    row = {"prediction": r.result.answer.names, "from_kg": r.result.answer.from_kg, "run": r.run_id,
+           "paths": [p.verbalise() for p in r.result.supporting], "depth": s["depth"],
+           "kg_lookups": s["kg_lookups"], "kg_seconds": s["kg_seconds"], "seconds": s["seconds"]}
+    row.update({k: v for k, v in s.items() if k.startswith(("llm_", "tokens_")) or k == "cost"})
+    return row
+
+
+def summary_path(out: Path) -> Path:
+    """Where the summary of a results file is kept: ``OUT.summary.json``."""
+    return out.with_name(out.name + ".summary.json")
+
+
+def write_report(store: Store, report: Path, out: Path, summary: dict, ids: set[str]) -> int:
+    """An HTML report of the results in ``out`` (the questions ``ids``) and
+    one picture per recorded run in ``REPORT_runs/``; how many pictures."""
+    from engine import pictures
+    from engine.errors import UnknownRunError
+    from engine.feedback import corrected_paths
+    from engine.runs import name_relations
+
+    rows = [r for r in (json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip())
+            if r.get("id") in ids]
+    folder = report.with_name(report.stem + "_runs")
+    links = {}
+    for r in rows:
+        run_id = r.get("run")
+        if not run_id or store.runs is None:
+            continue
+        try:
+            tree = store.runs.get(run_id)
+        except UnknownRunError:
+            continue  # pruned since
+        folder.mkdir(parents=True, exist_ok=True)
+        tree = name_relations(store.kg, tree)
+        (folder / f"{run_id}.html").write_text(pictures.html_page(tree, corrected_paths(store, tree)), encoding="utf-8")
+        links[run_id] = f"{folder.name}/{run_id}.html"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(pictures.report_page(f"tog eval {out.name}", summary, rows, links), encoding="utf-8")
+    return len(links)
 
 
 def _line_id(stem: str, n: int, question: str) -> str:
@@ -209,7 +258,8 @@ def _drop_torn_tail(out: Path) -> None:
         fh.seek(-1, 2)
         if fh.read(1) == b"\n":
             return
-        data = fh.seek(0) or fh.read()
+        fh.seek(0)
+        data = fh.read()
         fh.truncate(data.rfind(b"\n") + 1)
 
 
@@ -234,7 +284,8 @@ def evaluate(
 ) -> dict:
     """Answer every question not yet in ``out``, appending one line each as
     it finishes (``concurrency`` questions at a time); return the summary
-    over the whole file. A killed evaluation resumes where it stopped."""
+    over the whole file, also written to ``summary_path(out)``. A killed
+    evaluation resumes where it stopped."""
     if out.is_dir():
         raise TogError(f"--out {out} is a directory; give a file name")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -258,7 +309,9 @@ def evaluate(
                 bar.set_postfix_str(f"hits@1 {hits / done:.3f}", refresh=False)
     if bar is not None:
         bar.close()
-    return summarise(out, {q.id for q in questions})
+    summary = summarise(out, {q.id for q in questions})
+    summary_path(out).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return summary
 
 
 def _answers(todo: list[Question], answer_one: Callable[[Question], dict], concurrency: int) -> Iterator[dict]:
@@ -292,13 +345,13 @@ def _answers(todo: list[Question], answer_one: Callable[[Question], dict], concu
 
 def _scored(q: Question, answer_one: Callable[[Question], dict]) -> dict:
     started = time.perf_counter()
-    record = {"id": q.id, "question": q.question, "answers": q.answers, "type": q.type}
+    record: dict[str, object] = {"id": q.id, "question": q.question, "answers": q.answers, "type": q.type}
     try:
         got = answer_one(q)
     except (LLMError, StoreError):
         raise  # the model or the store is unusable: stop here; a re-run resumes with this question
     except TogError as e:
-        got = {"prediction": [], "error": str(e), **getattr(e, "llm_usage", {})}
+        got = {"prediction": [], "error": str(e), **e.llm_usage}
     preds = got.get("prediction", [])
     record.update(got)
     record["hit_lenient"] = bool(preds) and lenient_match(preds[0], q.answers)

@@ -22,8 +22,9 @@ import secrets
 from collections.abc import Sequence
 
 from engine.errors import TogError, UnknownEntityError
-from engine.graph import Correction, Fact, KnowledgeGraph, RunTree, local_name
+from engine.graph import Correction, Fact, KnowledgeGraph, RunTree, is_literal, literal_term, local_name, utc_now
 from engine.linking import resolve
+from engine.store import CorrectionLog, Store
 
 RATINGS = ("good", "bad")
 _IRI = re.compile(r"^<?[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"]+>?$")
@@ -31,10 +32,6 @@ _IRI = re.compile(r"^<?[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"]+>?$")
 
 class CorrectionError(TogError):
     """A correction or feedback that cannot be applied (nothing is changed)."""
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def _iri(text: str) -> str | None:
@@ -90,21 +87,21 @@ def _relation(kg: KnowledgeGraph, text: str, subject: str, known: Sequence[str])
 
 def _objects(kg: KnowledgeGraph, text: str) -> list[str]:
     text = text.strip()
-    if text.startswith('"'):
-        from engine.backends.oxigraph import literal_from_id
-
+    if is_literal(text):
         try:
-            return [str(literal_from_id(text))]
+            return [str(literal_term(text))]
         except (SyntaxError, ValueError, StopIteration):
             raise CorrectionError(f"object {text!r} is not an N-Triples literal") from None
     return _entities(kg, text, "object")
 
 
-def parse_fact(kg: KnowledgeGraph, text: str, known_relations: Sequence[str] = (), existing: bool = False) -> Fact:
+def parse_fact(kg: KnowledgeGraph, log: CorrectionLog, text: str, known_relations: Sequence[str] = (),
+               existing: bool = False) -> Fact:
     """``subject|relation|object`` -> (subject IRI, relation IRI, object id).
 
     A name that several entities share is narrowed to the exact spelling,
-    and for a fact that must exist (``existing``) to the entities it holds for."""
+    and for a fact that must exist (``existing``) to the entities it holds
+    for (``log`` tells which facts hold)."""
     parts = text.split("|")
     if len(parts) != 3 or not all(p.strip() for p in parts):
         raise CorrectionError(f"{text!r} is not a fact; write it as SUBJECT|RELATION|OBJECT")
@@ -113,7 +110,7 @@ def parse_fact(kg: KnowledgeGraph, text: str, known_relations: Sequence[str] = (
     if existing and (len(subjects) > 1 or len(objects) > 1):
         def holds(s: str, o: str) -> bool:
             try:
-                return kg.has_fact((s, _relation(kg, parts[1], s, known_relations), o))
+                return log.has_fact((s, _relation(kg, parts[1], s, known_relations), o))
             except CorrectionError:  # this subject has no such relation
                 return False
 
@@ -124,70 +121,66 @@ def parse_fact(kg: KnowledgeGraph, text: str, known_relations: Sequence[str] = (
     return subject, _relation(kg, parts[1], subject, known_relations), _one(objects, parts[2], "object")
 
 
-def needs_corrections(kg: KnowledgeGraph) -> None:
-    if "corrections" not in kg.capabilities:
-        raise CorrectionError("this store cannot record corrections")
-
-
-def correct(kg: KnowledgeGraph, remove: Sequence[str], add: Sequence[str], reason: str,
+def correct(store: Store, remove: Sequence[str], add: Sequence[str], reason: str,
             run: str | None = None) -> Correction:
     """Apply one correction; every fact is checked before anything changes."""
-    needs_corrections(kg)
+    log = store.need_corrections()
+    kg = store.kg
     if not reason or not reason.strip():
         raise CorrectionError("say why: --reason TEXT")
     if not remove and not add:
         raise CorrectionError("nothing to correct: give --remove and/or --add")
     if run is not None:
-        kg.run(run)  # UnknownRunError for a run that is not here
-    removed = [parse_fact(kg, f, existing=True) for f in remove]
+        store.need_runs().get(run)  # UnknownRunError for a run that is not here
+    removed = [parse_fact(kg, log, f, existing=True) for f in remove]
     for fact, text in zip(removed, remove):
-        if not kg.has_fact(fact):
+        if not log.has_fact(fact):
             raise CorrectionError(f"{text!r} is not a fact in the KG; nothing was changed")
-    added = [parse_fact(kg, f, [r for _, r, _ in removed]) for f in add]
+    added = [parse_fact(kg, log, f, [r for _, r, _ in removed]) for f in add]
     if set(removed) & set(added):
         raise CorrectionError("the same fact is removed and added")
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
-    c = Correction(id=f"c{stamp}-{secrets.token_hex(2)}", created=_now(), reason=reason.strip(), run=run,
+    c = Correction(id=f"c{stamp}-{secrets.token_hex(2)}", created=utc_now(), reason=reason.strip(), run=run,
                    removed=list(dict.fromkeys(removed)), added=list(dict.fromkeys(added)))
-    return kg.apply_correction(c)
+    return log.apply(c)
 
 
-def find(kg: KnowledgeGraph, correction_id: str) -> Correction:
-    needs_corrections(kg)
-    for c in kg.corrections():
+def find(store: Store, correction_id: str) -> Correction:
+    for c in store.need_corrections().list():
         if c.id == correction_id:
             return c
     raise CorrectionError(f"no correction {correction_id!r} (see `tog corrections list`)")
 
 
-def revert(kg: KnowledgeGraph, correction_id: str) -> Correction:
+def revert(store: Store, correction_id: str) -> Correction:
     """Undo a correction exactly: its added facts go, its removed facts return."""
-    c = find(kg, correction_id)
+    c = find(store, correction_id)
+    log = store.need_corrections()
     if c.status == "reverted":
         raise CorrectionError(f"correction {correction_id} was reverted already ({c.reverted})")
-    later = [o for o in kg.corrections() if o.status == "active" and o.created > c.created
+    later = [o for o in log.list() if o.status == "active" and o.created > c.created
              and (set(o.removed) & set(c.added) or set(o.added) & set(c.removed) or set(o.kept) & set(c.added))]
     if later:
         raise CorrectionError(f"correction {later[0].id} changed the same facts later; revert it first")
-    return kg.revert_correction(c, _now())
+    return log.revert(c, utc_now())
 
 
-def add_feedback(kg: KnowledgeGraph, run_id: str, rating: str, comment: str | None = None) -> dict:
+def add_feedback(store: Store, run_id: str, rating: str, comment: str | None = None) -> dict:
     if rating not in RATINGS:
         raise CorrectionError(f"rating must be one of {', '.join(RATINGS)}")
-    entry = {"at": _now(), "rating": rating}
+    entry = {"at": utc_now(), "rating": rating}
     if comment:
         entry["comment"] = comment
-    kg.add_feedback(run_id, entry)
+    store.need_runs().feedback(run_id, entry)
     return entry
 
 
-def corrected_paths(kg: KnowledgeGraph, tree: RunTree) -> dict[str, str]:
+def corrected_paths(store: Store, tree: RunTree) -> dict[str, str]:
     """{path id: correction id} for the run's hops that use a fact an active
     correction added."""
-    if "corrections" not in kg.capabilities:
+    if store.corrections is None:
         return {}
-    added = {f: c.id for c in kg.corrections() if c.status == "active" for f in c.added}
+    added = {f: c.id for c in store.corrections.list() if c.status == "active" for f in c.added}
     if not added:
         return {}
     by_id = {p.id: p for p in tree.paths}

@@ -1,20 +1,30 @@
-"""The ``KnowledgeGraph`` protocol and the small records that cross it.
+"""The ``KnowledgeGraph`` read protocol and the small records that cross it.
 
 A backend answers a whole beam step in one round trip: ``relations`` takes
 every frontier entity at once and ``expand`` every chosen (entity, relation)
-pair at once.  Capability flags tell the engine what a backend cannot do; the
-engine never checks a backend's class.
+pair at once.  The protocol is reads only; what else a store does (keep
+runs, record corrections, take loads) are separate roles composed in
+``engine/store.py``.  The engine never checks a backend's class.
+
+Node ids are IRIs, or literals in their N-Triples form (``"1994"^^<...>``):
+:func:`is_literal` tells them apart and :func:`literal_term` reads one.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+import threading
+import time
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    import pyoxigraph as ox
+
     from engine.descriptions import Note
 
 Direction = Literal["out", "in"]
@@ -167,42 +177,125 @@ class RunTree:
         return self.relation_names.get(iri) or relation_text(iri)
 
 
+class Meter:
+    """KG work counted per thread: ``lookups`` (round trips) and ``seconds``,
+    so questions answered in parallel (``tog eval --concurrency``) each see
+    their own."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    @property
+    def lookups(self) -> int:
+        return getattr(self._local, "lookups", 0)
+
+    @property
+    def seconds(self) -> float:
+        return getattr(self._local, "seconds", 0.0)
+
+    def add(self, seconds: float, lookups: int = 1) -> None:
+        self._local.lookups = self.lookups + lookups
+        self._local.seconds = self.seconds + seconds
+
+    @contextmanager
+    def timing(self, lookups: int = 1) -> Iterator[None]:
+        """Count the block as ``lookups`` round trips and time it."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(time.perf_counter() - started, lookups)
+
+
+class RelationSchema(Protocol):
+    """Which relations can follow which: what the offline judge looks ahead over."""
+
+    def after(self, relation: Relation) -> list[Relation]:
+        """Relations seen one hop after ``relation`` (its tails' relations)."""
+        ...
+
+
 @runtime_checkable
 class KnowledgeGraph(Protocol):
-    """What the search engine needs from a store.  See DESIGN.md."""
+    """What the search reads from a store: the read role of ``engine.store.Store``.
 
-    capabilities: frozenset[str]
+    ``meter`` counts the round trips and the time spent in them; ``schema``
+    is None for a backend that cannot tell which relations follow which.
+    Methods take every item of a beam step at once."""
+
+    meter: Meter
+    schema: RelationSchema | None
 
     def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
-        """Informative relations around each entity, both directions."""
-
-    # optional, with the "schema" capability:
-    # def relation_schema(self, relation: Relation) -> list[Relation]:
-    #     """Relations seen one hop after ``relation`` (sampled)."""
+        """Informative relations around each entity, both directions (an
+        entity the KG lacks, or a literal, maps to an empty list)."""
+        ...
 
     def expand(
         self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *, over: int = 0, size: int = 5
     ) -> list[Candidate]:
-        """Neighbours of each (entity, relation) pair, at most ``limit`` each;
-        with ``over`` set, only ``size`` of a pair's that has ``over`` or more
-        (ToG's sampling of crowded relations, see ``backends.common.crowd_cap``)."""
+        """Neighbours of each (entity, relation) pair, at most ``limit`` each,
+        in the sample order shared by every backend; with ``over`` set, only
+        ``size`` of a pair's that has ``over`` or more (ToG's sampling of
+        crowded relations, see ``backends.common.crowd_cap``)."""
+        ...
 
     def labels(self, ids: Sequence[str]) -> dict[str, str]:
-        """Display names for entity ids (English preferred)."""
+        """Display names for node ids (English preferred; a literal's value)."""
+        ...
+
+    def topic_labels(self, ids: Sequence[str]) -> dict[str, str]:
+        """``labels`` of the topic entities of a question; a backend may
+        fetch the relations around them in the same round trip."""
+        ...
 
     def search_entities(self, keys: Sequence[str]) -> dict[str, list[Node]]:
         """Entities whose normalised name equals each key (see ``name_key``)."""
+        ...
+
+    def has_entity(self, entity: str) -> bool:
+        """Whether the IRI is the subject or object of any KG triple."""
+        ...
 
     def stats(self) -> dict:
-        """Counts of what the store holds."""
+        """Counts of what the KG holds."""
+        ...
 
-    # run state
-    def start_run(self, run: RunInfo) -> None: ...
-    def record_step(self, run_id: str, paths: Sequence[PathRecord]) -> None: ...
-    def finish_run(self, run: RunInfo) -> None: ...
-    def runs(self) -> list[RunInfo]: ...
-    def run(self, run_id: str) -> RunTree: ...
-    def prune_runs(self, older_than: str) -> int: ...
+
+# ---------------------------------------------------------------------------
+# Node ids, the candidate window and time stamps, shared by every module.
+
+def is_literal(node_id: str) -> bool:
+    """A literal's id is its N-Triples form, which starts with a quote; an IRI never does."""
+    return node_id.startswith('"')
+
+
+def literal_term(node_id: str) -> ox.Literal:
+    """The pyoxigraph literal of a literal id (``"1994"^^<...#gYear>``).
+    Raises ``SyntaxError`` or ``ValueError`` for text that is not one."""
+    import pyoxigraph as ox
+
+    quad = next(iter(ox.parse(f"<urn:x> <urn:x> {node_id} .", ox.RdfFormat.N_TRIPLES)))
+    if not isinstance(quad.object, ox.Literal):
+        raise ValueError(f"not a literal: {node_id!r}")
+    return quad.object
+
+
+def literal_value(node_id: str) -> str:
+    """The lexical form of a literal id."""
+    return literal_term(node_id).value
+
+
+# Backends look at CANDIDATE_WINDOW times the candidates a pair may offer,
+# in the sample order, before unnamed nodes are looked through: every
+# backend must use the same window for answers to agree.
+CANDIDATE_WINDOW = 4
+
+
+def utc_now() -> str:
+    """UTC now in ISO 8601 with microseconds and a ``Z`` (runs started in one
+    second stay ordered; the text sorts as the time does)."""
+    return dt.datetime.now(dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 # ---------------------------------------------------------------------------

@@ -47,13 +47,13 @@ def resolve(kg: KnowledgeGraph, names: Sequence[str]) -> list[Node]:
         if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$", iri) and _valid_iri(iri):
             iris[name] = iri
     # one batched lookup; a backend may fetch the topics' relations with it (topic_labels)
-    labels = getattr(kg, "topic_labels", kg.labels)(list(dict.fromkeys(iris.values()))) if iris else {}
+    labels = kg.topic_labels(list(dict.fromkeys(iris.values()))) if iris else {}
     for name in names:
-        iri = iris.get(name)
-        if iri is not None:
-            label = labels.get(iri)  # a named entity is in the KG: no need to ask
-            if label is not None or getattr(kg, "has_entity", lambda _: False)(iri):
-                out.append(Node(iri, label if label is not None else local_name(iri)))
+        found_iri = iris.get(name)
+        if found_iri is not None:
+            label = labels.get(found_iri)  # a named entity is in the KG: no need to ask
+            if label is not None or kg.has_entity(found_iri):
+                out.append(Node(found_iri, label if label is not None else local_name(found_iri)))
                 continue
         matches = found.get(keys.get(name, ""), [])
         if not matches:

@@ -245,18 +245,18 @@ class LLMClient:
         s = self.settings
         if not (s.model or "").strip():
             raise LLMRequestError("no model named (--model or TOG_MODEL)")
-        cacheable = self._cache is not None and ((temperature == 0 and s.cache) or (temperature > 0 and s.cache_sampled))
-        key = cache_key(s.model, s.api_base, messages, temperature, s.max_tokens) if cacheable else None
-        if key is not None:
-            hit = self._cache.get(key)
+        cache = self._cache if (temperature == 0 and s.cache) or (temperature > 0 and s.cache_sampled) else None
+        key = cache_key(s.model, s.api_base, messages, temperature, s.max_tokens) if cache is not None else None
+        if cache is not None and key is not None:
+            hit = cache.get(key)
             if hit is not None:
                 self._record(purpose, 0, 0, 0.0, 0.0, cached=True)
                 return hit["text"]
         with self._slots:
             text, tokens_in, tokens_out, cost, seconds, retries = self._call(messages, temperature)
         self._record(purpose, tokens_in, tokens_out, cost, seconds, cached=False, retries=retries)
-        if key is not None:
-            self._cache.put(key, s.model, {"text": text, "tokens_in": tokens_in, "tokens_out": tokens_out,
+        if cache is not None and key is not None:
+            cache.put(key, s.model, {"text": text, "tokens_in": tokens_in, "tokens_out": tokens_out,
                                            "cost": cost})
         return text
 
@@ -309,7 +309,7 @@ class LLMClient:
             for i, d in zip(todo, data):
                 vector = [float(x) for x in (d["embedding"] if isinstance(d, dict) else d.embedding)]
                 out[i] = vector
-                if i in keys:
+                if i in keys and self._cache is not None:
                     self._cache.put(keys[i], model, {"vector": vector})
         return [out[i] for i in range(len(texts))]
 

@@ -39,6 +39,8 @@ class _Node:
 
 
 def _relation(p: PathRecord, tree: RunTree) -> str:
+    if p.relation is None:
+        return ""
     rel = tree.relation(p.relation) + (" (of)" if p.direction == "in" else "")
     if p.via:
         rel += " / " + " / ".join(tree.relation(v) for v in p.via)
@@ -175,10 +177,11 @@ def html_page(tree: RunTree, corrected: dict[str, str] | None = None) -> str:
 
     def verbalise(pid: str) -> str:
         chain = []
-        while pid in by_id:
-            p = by_id[pid]
+        at: str | None = pid
+        while at is not None and at in by_id:
+            p = by_id[at]
             chain.append(p.name if p.relation is None else f"{_relation(p, tree)} → {p.name}")
-            pid = p.parent
+            at = p.parent
         return " → ".join(reversed(chain))
 
     cited = [verbalise(pid) for pid in info.stats.get("answer_paths", []) if pid in by_id]

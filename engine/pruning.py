@@ -6,8 +6,8 @@ than "directed by" alone.  Two calls per beam step, each for the whole beam:
 ``score_relations`` (paths ending in a relation not yet followed) and
 ``score_entities`` (paths ending in a candidate entity).
 
-Registered by name (``get_pruner``); the LLM pruner (``engine/agent.py``)
-joins the registry when a model is configured.
+Registered by name (``get_pruner``); the LLM and embedding pruners live in
+``engine/agent.py``, which is imported only when one of them is made.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from engine.errors import lookup
+from engine.errors import deferred, lookup
 from engine.graph import Relation
 from engine.paths import Path
 from engine.text import terms
@@ -146,8 +146,10 @@ class RandomPruner:
 
 
 PRUNERS: dict[str, Callable[..., Pruner]] = {
+    "llm": deferred("engine.agent", "LLMPruner"),
     "hybrid": HybridPruner,
     "bm25": BM25Pruner,
+    "embedding": deferred("engine.agent", "EmbeddingPruner"),
     "random": RandomPruner,
 }
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from engine.errors import lookup
 from engine.alignment import QuestionModel
+from engine.errors import deferred, lookup
 from engine.graph import Node, Relation
 from engine.paths import Path
 
@@ -126,7 +126,10 @@ class OfflineReasoner:
         return Answer(names, ids, support, True, f"tails of the best relation chain ({best.verbalise(False)})")
 
 
-REASONERS: dict[str, Callable[..., Reasoner]] = {"offline": OfflineReasoner}
+REASONERS: dict[str, Callable[..., Reasoner]] = {
+    "llm": deferred("engine.agent", "LLMReasoner"),  # imported when made
+    "offline": OfflineReasoner,
+}
 
 
 def get_reasoner(name: str, **options: object) -> Reasoner:

@@ -8,18 +8,17 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from engine.errors import QuestionError, StoreError, TogError, UnknownEntityError
-from engine.graph import KnowledgeGraph, Node, RunInfo, RunTree
+from engine.graph import KnowledgeGraph, Node, RunInfo, RunTree, utc_now
 from engine.linking import link, resolve
 from engine.pruning import Pruner
 from engine.reasoning import Answer, Reasoner
 from engine.search import BASELINES, Recorder, SearchConfig, SearchResult, search
 
-
-def now() -> str:
-    """UTC now in ISO 8601 with microseconds (runs started in one second stay ordered)."""
-    return dt.datetime.now(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+if TYPE_CHECKING:
+    from engine.store import Store
 
 
 def new_run_id() -> str:
@@ -51,7 +50,7 @@ class AskResult:
 
 
 def ask(
-    kg: KnowledgeGraph,
+    store: Store,
     question: str,
     pruner: Pruner,
     reasoner: Reasoner,
@@ -62,7 +61,8 @@ def ask(
     llm=None,
     descriptions=None,
 ) -> AskResult:
-    """Link, search and (when ``record``) keep the run in the graph.
+    """Link, search in ``store.kg`` and (when ``record`` and the store keeps
+    runs) keep the run in ``store.runs``.
 
     ``llm`` (an ``engine.llm.LLMClient``) finds topic entities the name index
     cannot, answers alone for the ``io`` / ``cot`` baselines, and has its
@@ -74,7 +74,7 @@ def ask(
 
     usage = Usage()
     try:
-        return _ask(kg, question, pruner, reasoner, config, topics, record, extra_config, llm, usage,
+        return _ask(store, question, pruner, reasoner, config, topics, record, extra_config, llm, usage,
                     descriptions)
     except TogError as e:
         if llm is not None:  # what the question cost before it failed is not lost
@@ -82,10 +82,12 @@ def ask(
         raise
 
 
-def _ask(kg, question, pruner, reasoner, config, topics, record, extra_config, llm, usage,
-                    descriptions) -> AskResult:
+def _ask(store, question, pruner, reasoner, config, topics, record, extra_config, llm, usage,
+         descriptions) -> AskResult:
     from engine.llm import tracking
 
+    kg = store.kg
+    runs = store.runs if record else None
     with tracking(usage):
         if config.method in BASELINES:
             if not question or not question.strip():
@@ -93,40 +95,39 @@ def _ask(kg, question, pruner, reasoner, config, topics, record, extra_config, l
             nodes = []
         else:
             nodes = _topics(kg, question, topics, llm)
-        run_id = new_run_id() if record and "runs" in kg.capabilities else None
+        run_id = new_run_id() if runs is not None else None
         info = None
-        if run_id:
+        if runs is not None and run_id:
             info = RunInfo(
-                id=run_id, question=question, started=now(), method=config.method,
-                config={**asdict(config), "pruner": getattr(pruner, "name", "?"),
-                        "reasoner": getattr(reasoner, "name", "?"), **(extra_config or {})},
+                id=run_id, question=question, started=utc_now(), method=config.method,
+                config={**asdict(config), "pruner": pruner.name, "reasoner": reasoner.name, **(extra_config or {})},
             )
-            kg.start_run(info)
+            runs.start(info)
         try:
             if config.method in BASELINES:
                 result = _baseline(llm, config.method, question)
             else:
-                result = search(kg, question, nodes, pruner, reasoner, config, Recorder(kg, run_id), descriptions)
+                result = search(kg, question, nodes, pruner, reasoner, config, Recorder(runs, run_id), descriptions)
         except BaseException:
-            if info is not None:
+            if runs is not None and info is not None:
                 info.status = "failed"
-                info.finished = now()
+                info.finished = utc_now()
                 if llm is not None:
                     info.stats = usage.to_dict()
                 try:
-                    kg.finish_run(info)
+                    runs.finish(info)
                 except StoreError:
                     pass  # the store is gone (a dropped connection): marked failed on the next connect
             raise
     if llm is not None:
         result.stats.update(usage.to_dict())
     result.stats["answer_paths"] = list(result.answer.path_ids)  # the path nodes the answer cites
-    if info is not None:
+    if runs is not None and info is not None:
         info.status = "done"
         info.answer = result.answer.names
         info.stats = result.stats
-        info.finished = now()
-        kg.finish_run(info)
+        info.finished = utc_now()
+        runs.finish(info)
     return AskResult(run_id, question, nodes, result)
 
 
@@ -245,6 +246,18 @@ def render_tree(tree: RunTree, show_pruned: bool = True, max_children: int = 12,
 
     walk(None, "")
     return "\n".join(lines)
+
+
+def last_run_id(runs, run_id: str) -> str:
+    """``last`` -> the newest run's id; any other id as it is."""
+    from engine.errors import UnknownRunError
+
+    if run_id != "last":
+        return run_id
+    items = runs.list()
+    if not items:
+        raise UnknownRunError("no runs in this store yet; ask a question first")
+    return items[-1].id
 
 
 def name_relations(kg: KnowledgeGraph, tree: RunTree) -> RunTree:

@@ -21,16 +21,24 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from engine.descriptions import Descriptions
 from engine.errors import TogError
 from engine.graph import KnowledgeGraph, Node, PathRecord, Relation
 from engine.paths import Hop, Path
 from engine.pruning import Choice, Pruner
-from engine.reasoning import Answer, Reasoner
+from engine.reasoning import Answer, Reasoner, Schema
+
+if TYPE_CHECKING:
+    from engine.descriptions import Descriptions
+    from engine.store import RunLog
 
 METHODS = ("tog", "tog-r")
 BASELINES = ("io", "cot")  # the LLM alone, no knowledge graph (engine/runs.py)
+# (lowest, highest) value of each numeric knob; None: no bound
+LIMITS: dict[str, tuple[float | None, float | None]] = {
+    "width": (1, 50), "depth": (1, 10), "threshold": (0.0, 1.0), "max_candidates": (1, None),
+    "sample_over": (0, None), "sample_size": (1, None)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,29 +55,24 @@ class SearchConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not 1 <= self.width <= 50:
-            raise TogError(f"width must be between 1 and 50, not {self.width}")
-        if not 1 <= self.depth <= 10:
-            raise TogError(f"depth must be between 1 and 10, not {self.depth}")
         if self.method not in METHODS + BASELINES:
             raise TogError(f"unknown method {self.method!r}; use one of {', '.join(METHODS + BASELINES)}")
-        if not 0.0 <= self.threshold <= 1.0:
-            raise TogError(f"threshold must be in [0, 1], not {self.threshold}")
-        if self.max_candidates < 1:
-            raise TogError("max_candidates must be at least 1")
-        if self.sample_over < 0 or self.sample_size < 1:
-            raise TogError("sample_over must be 0 (off) or more, and sample_size at least 1")
+        for name, (lo, hi) in LIMITS.items():
+            value = getattr(self, name)
+            if (lo is not None and value < lo) or (hi is not None and value > hi):
+                bounds = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
+                raise TogError(f"{name} must be {bounds}, not {value}")
 
 
 class Recorder:
-    """Writes a search's path nodes to the run's graph as the search goes."""
+    """Writes a search's path nodes to the run log as the search goes."""
 
-    def __init__(self, kg: KnowledgeGraph | None, run_id: str | None) -> None:
-        self.kg = kg if (kg is not None and run_id and "runs" in kg.capabilities) else None
-        self.run_id = run_id
+    def __init__(self, runs: RunLog | None, run_id: str | None) -> None:
+        self.runs = runs if run_id else None
+        self.run_id = run_id or ""
 
     def record(self, paths: Sequence[Path], kept: set[str]) -> None:
-        if self.kg is None or not paths:
+        if self.runs is None or not paths:
             return
         records = []
         for p in paths:
@@ -82,7 +85,7 @@ class Recorder:
                 score=round(p.score, 6) if hop else None, kept=p.id in kept,
                 literal=p.tail.literal,
             ))
-        self.kg.record_step(self.run_id, records)
+        self.runs.record_step(self.run_id, records)
 
 
 @dataclass(slots=True)
@@ -111,8 +114,7 @@ def search(
     relation the KG offers, for the pruner and the judge to read."""
     recorder = recorder or Recorder(None, None)
     rng = random.Random(f"{config.seed}:{question}")
-    lookups0 = getattr(kg, "lookups", 0)
-    seconds0 = getattr(kg, "seconds", 0.0)
+    lookups0, seconds0 = kg.meter.lookups, kg.meter.seconds
     started = time.perf_counter()
     counter = iter(range(1_000_000))
 
@@ -122,11 +124,11 @@ def search(
     candidates: list[Path] = []
     rewards: list[float] = []
     reached = 0
-    around = _relations_of(kg, beam, descriptions)
-    schema = getattr(kg, "relation_schema", None) if "schema" in kg.capabilities else None
+    around: Mapping[str, list[Relation]] = _relations_of(kg, beam, descriptions)
+    schema: Schema | None = kg.schema.after if kg.schema is not None else None
     if schema is not None and descriptions is not None:
-        plain_schema = schema
-        schema = lambda rel: descriptions.describe_all(plain_schema(rel))  # noqa: E731
+        plain_schema, notes = schema, descriptions
+        schema = lambda rel: notes.describe_all(plain_schema(rel))  # noqa: E731
 
     for depth in range(1, config.depth + 1):
         # 1. relation pruning, one call for the whole beam
@@ -188,8 +190,8 @@ def search(
     stats = {
         "depth": reached,
         "rewards": rewards,
-        "kg_lookups": getattr(kg, "lookups", 0) - lookups0,
-        "kg_seconds": round(getattr(kg, "seconds", 0.0) - seconds0, 6),
+        "kg_lookups": kg.meter.lookups - lookups0,
+        "kg_seconds": round(kg.meter.seconds - seconds0, 6),
         "seconds": round(time.perf_counter() - started, 6),
         "paths_scored": len(everything) - len(topics),
     }

@@ -1,17 +1,19 @@
-"""Load one file into a backend: stream, count bad lines, checkpoint, report.
+"""Load one file through a store's sink (``engine.store.BulkSink``): stream,
+count bad lines, checkpoint, report.
 
-A plain (uncompressed) N-Triples file without blank nodes is handed whole to
-the backend's own reader when it can take a path (``bulk_load_file``: the
-embedded store parses it on every core) while a thread finds the names and
-counts the statements; a bad line sends it down the streaming path below.
+A sink with a native loader (``BulkSink.native``: the embedded store's, which
+parses on every core) is handed a plain (uncompressed) N-Triples file
+without blank nodes whole, while a thread finds the names and counts the
+statements; a bad line sends it down the streaming path below.
 
-Line formats are otherwise read in segments (``SEGMENT_LINES``).  An N-Triples or
-delimited segment streams through the backend's bulk loader in one call (the
-fast path: the loader pulls the bytes through :class:`_Feed`, which picks out
-names and moves the progress bar on the way).  The bulk loader writes nothing
+Line formats are otherwise read in segments (``SEGMENT_LINES``).  With a
+native loader, an N-Triples or delimited segment streams through it in one
+call (the fast path: the loader pulls the bytes through :class:`_Feed`,
+which picks out names and moves the progress bar on the way).  The bulk loader writes nothing
 of a segment with a malformed line; such a segment is read again in chunks,
 and a chunk that fails is parsed line by line, so a bad line costs just
-itself.  N-Quads always take that careful path (graph names are dropped).
+itself.  N-Quads, and every sink without a native loader, take that careful
+path (graph names are dropped).
 
 After each segment, its names and a checkpoint (lines done) are committed
 together, so a killed load resumes at the last segment.  Writes are set
@@ -26,12 +28,14 @@ import threading
 import time
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyoxigraph as ox
 
 from engine.errors import LoadError
 from engine.graph import DEFAULT_NAME_PREDICATES
+from engine.store import BulkSink, LoadCheckpoint, NativeLoader
 from loaders import rdf, triples
 from loaders.base import (
     LoadReport,
@@ -44,7 +48,6 @@ from loaders.base import (
 )
 
 LINE_FORMATS = {"nt", "nq", "delimited", "tsv", "csv"}
-CHUNK_BYTES = 16 << 20       # careful path: bytes per write (and checkpoint)
 # Fast path: lines per bulk-load call (and checkpoint).  Large on purpose: a
 # bulk load into a store that already holds data is much slower (measured at
 # 10M triples: 58 s in two calls of 5M lines, 46 s in one call).
@@ -81,7 +84,7 @@ class _Progress:
 
 
 def load_file(
-    graph,
+    sink: BulkSink,
     path: str | Path,
     *,
     fmt: str | None = None,
@@ -94,14 +97,14 @@ def load_file(
     segment_lines: int = SEGMENT_LINES,
     force: bool = False,
 ) -> LoadReport:
-    """Load ``path`` into ``graph`` (a backend with the bulk-load capability).
+    """Load ``path`` through ``sink``.
 
     Raises :class:`LoadError` when the file cannot be read or has more than
     ``max_errors`` bad lines; everything written before stays and a re-run
     resumes.
     """
     path = Path(path)
-    chunk_bytes = chunk_bytes or getattr(graph, "chunk_bytes", CHUNK_BYTES)
+    chunk_bytes = chunk_bytes or sink.chunk_bytes
     if path.is_dir():
         raise LoadError(f"{path} is a directory; name the files to load")
     if not path.is_file():
@@ -114,50 +117,78 @@ def load_file(
             raise LoadError(f"--name-predicate {p!r} is not an IRI: {e}") from None
     report = LoadReport(source=str(path), format=fmt)
     sid = source_id(path)
-    graph.set_name_predicates(name_predicates)
-    done = graph.checkpoint(sid)
-    if done.get("complete") and not force:
+    done = sink.resume(sid, name_predicates, force=force)
+    if done.complete:
         report.already_complete = True
-        report.triples, report.lines, report.skipped = done["triples"], done["lines"], done["skipped"]
-        report.names = done.get("names", 0)
+        report.triples, report.lines, report.skipped, report.names = done.triples, done.lines, done.skipped, done.names
         return report
-    if force:
-        graph.forget_load(sid)
-        done = {}
-    start_line = done.get("lines", 0)
+    start_line = done.lines
     report.resumed_from = start_line
     if start_line:
-        report.triples, report.skipped, report.names = done["triples"], done["skipped"], done.get("names", 0)
+        report.triples, report.skipped, report.names = done.triples, done.skipped, done.names
     started = time.perf_counter()
     report.resumed_triples = report.triples
     bar = _Progress(path, progress)
-    graph.begin_bulk()
+    job = _Job(sink, path, fmt, sid, report, bar, frozenset(name_predicates), tuple(name_langs), max_errors,
+               delimiter, chunk_bytes, segment_lines)
+    sink.begin()
     try:
         if fmt in LINE_FORMATS:
-            _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors,
-                        frozenset(name_predicates), name_langs, bar, chunk_bytes, segment_lines)
+            _load_lines(job, start_line)
         elif fmt in rdf.OX_FORMATS:
-            _load_stream(graph, path, fmt, sid, report, max_errors, frozenset(name_predicates), name_langs, bar)
+            _load_stream(job)
         else:
-            _load_rdflib(graph, path, fmt, sid, report, max_errors, frozenset(name_predicates), name_langs, bar)
-        _checkpoint(graph, sid, report, complete=True)
+            _load_rdflib(job)
+        job.checkpoint(complete=True)
     except (EOFError, zlib.error, OSError) as e:
-        graph.discard_names()
+        sink.discard()
         raise LoadError(f"{path}: cannot read it ({type(e).__name__}: {e}); is it truncated or corrupt? "
                         "Fix it and re-run: the load resumes at its last checkpoint.") from e
     except BaseException:
-        graph.discard_names()  # names of the unfinished piece: its re-run adds them again
+        sink.discard()  # names of the unfinished piece: its re-run adds them again
         raise
     finally:
         bar.close()
-        graph.end_bulk()
+        sink.end()
         report.seconds = time.perf_counter() - started
     return report
 
 
-def _checkpoint(graph, sid: str, report: LoadReport, complete: bool = False) -> None:
-    graph.set_checkpoint(sid, path=report.source, lines=report.lines, triples=report.triples,
-                         skipped=report.skipped, names=report.names, complete=complete)
+@dataclass
+class _Job:
+    """One file's load: what every step of it reads."""
+
+    sink: BulkSink
+    path: Path
+    fmt: str
+    sid: str  # the source's id in checkpoints (``source_id``)
+    report: LoadReport
+    bar: _Progress
+    predicates: frozenset[str]  # name predicates
+    langs: tuple[str, ...]  # languages of the names indexed
+    max_errors: int
+    delimiter: str | None
+    chunk_bytes: int
+    segment_lines: int
+
+    def names(self, pairs) -> int:
+        return self.sink.names(pairs, self.sid)
+
+    def checkpoint(self, complete: bool = False) -> None:
+        r = self.report
+        self.sink.commit(self.sid, LoadCheckpoint(path=r.source, lines=r.lines, triples=r.triples, skipped=r.skipped,
+                                                  names=r.names, complete=complete))
+
+    def commit(self, statements: int, lines: int, names: int, bad) -> None:
+        """Record a written piece: bad lines, counts, then the checkpoint, which
+        commits the names queued for this piece (``names``: their number)."""
+        report = self.report
+        for lineno, reason in bad:
+            report.bad_line(lineno, reason, self.max_errors)
+        report.names += names
+        report.triples += statements
+        report.lines += lines
+        self.checkpoint()
 
 
 class _Feed:
@@ -167,19 +198,19 @@ class _Feed:
     names, converts delimited lines to N-Triples and moves the progress bar;
     the loader pulls the bytes, so only one block is held at a time."""
 
-    def __init__(self, reader: _BlockReader, max_lines: int, first_line: int, fmt: str, delimiter: str | None,
-                 predicates: frozenset[str], langs: Sequence[str], report: LoadReport, bar: _Progress,
-                 block: int, queue_names, max_errors: int, sid: str) -> None:
+    def __init__(self, job: _Job, native: NativeLoader, reader: _BlockReader, first_line: int, block: int,
+                 delimiter: str | None) -> None:
         self.reader, self.stream = reader, reader.stream
-        self.max_lines, self.first_line, self.block = max_lines, first_line, block
-        self.max_errors, self.sid = max_errors, sid
-        self.fmt, self.delimiter = fmt, delimiter
-        self.scanner = rdf.NameScanner(predicates, langs)
-        self.report, self.bar = report, bar
+        self.max_lines, self.first_line, self.block = job.segment_lines, first_line, block
+        self.max_errors, self.sid = job.max_errors, job.sid
+        self.fmt, self.delimiter = job.fmt, delimiter
+        self.scanner = rdf.NameScanner(job.predicates, job.langs)
+        self.report, self.bar = job.report, job.bar
         self.buf, self.pos = b"", 0
         self.lines = self.statements = 0
         self.eof = False
-        self.queue_names = queue_names  # names go to the index (committed with the checkpoint)
+        self.queue_names = job.names  # names go to the index (committed with the checkpoint)
+        self.names_done = native.names_done  # builds the name index once the file's names are queued
         self.names = 0
         # Name lines found while the loader reads are read and indexed once
         # it has everything (in a thread, while it sorts and writes: on two
@@ -188,7 +219,6 @@ class _Feed:
         self.stash_bytes = 0
         self.worker: threading.Thread | None = None
         self.worker_error: BaseException | None = None
-        self.end_bulk = None  # set by the caller: builds the name index without committing
         self.bad: list[tuple[int, str]] = []
 
     def _index_stash(self) -> None:
@@ -207,8 +237,8 @@ class _Feed:
         def run() -> None:
             try:
                 self._index_stash()
-                if self.eof and self.end_bulk is not None:
-                    self.end_bulk(False)  # the file's last segment: build the key index now, too
+                if self.eof:
+                    self.names_done()  # the file's last segment: build the name index now, too
             except BaseException as e:  # handed to the loading thread by finish()
                 self.worker_error = e
 
@@ -322,21 +352,21 @@ def skolemise(data: bytes, sid: str) -> bytes:
     return _BLANK.sub(lambda m: m.group(1) + b"<" + prefix + m.group(2) + b">", data)
 
 
-def _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors,
-                predicates, langs, bar, chunk_bytes, segment_lines) -> None:
+def _load_lines(job: _Job, start_line: int) -> None:
     """Line formats in segments of ``segment_lines``.  N-Triples and delimited
-    segments stream through the bulk loader in one call each (the fast path);
-    a segment it rejects (a malformed line) is read again in chunks, and a
-    chunk that fails is parsed line by line, so a bad line costs only itself.
-    N-Quads always take the careful path (graph names must be dropped)."""
-    # Oxigraph's bulk loader takes a whole segment as a stream; other backends
-    # write chunk by chunk, each chunk in one transaction with its checkpoint.
-    fast = fmt != "nq" and "bulk_load" in graph.capabilities
-    if fast and fmt == "nt" and start_line == 0 and _load_by_path(graph, path, sid, report, predicates, langs, bar,
-                                                                  segment_lines):
+    segments stream through the native loader in one call each (the fast
+    path); a segment it rejects (a malformed line) is read again in chunks,
+    and a chunk that fails is parsed line by line, so a bad line costs only
+    itself.  N-Quads always take the careful path (graph names must be dropped)."""
+    # A native loader takes a whole segment as a stream; other sinks take
+    # chunk by chunk, each chunk in one transaction with its checkpoint.
+    sink, path, fmt, report, bar = job.sink, job.path, job.fmt, job.report, job.bar
+    native = sink.native if fmt != "nq" else None
+    if native is not None and fmt == "nt" and start_line == 0 and _load_by_path(job, native):
         return
-    block = min(chunk_bytes, 1 << 20)
+    block = min(job.chunk_bytes, 1 << 20)
     report.lines = start_line
+    delimiter = job.delimiter
     if fmt in ("delimited", "tsv", "csv"):
         delimiter = delimiter or triples.file_delimiter(path, fmt)
     stream = open_binary(path)
@@ -344,39 +374,37 @@ def _load_lines(graph, path, fmt, delimiter, sid, start_line, report, max_errors
         skip_lines(stream, start_line)
         reader = _BlockReader(stream)
         while True:
-            if fast:
-                feed = _Feed(reader, segment_lines, report.lines + 1, fmt, delimiter, predicates, langs,
-                             report, bar, block, lambda pairs: graph.index_names(pairs, sid), max_errors, sid)
-                feed.end_bulk = graph.end_bulk
+            if native is not None:
+                feed = _Feed(job, native, reader, report.lines + 1, block, delimiter)
                 try:
                     try:
-                        graph.bulk_load_ntriples(feed)
+                        native.load_stream(feed)
                     finally:
                         feed.finish()
                 except SyntaxError:
                     # redo this segment carefully from its first line
-                    graph.discard_names()
+                    sink.discard()
                     stream.close()
                     stream = open_binary(path)
                     skip_lines(stream, report.lines)
                     reader = _BlockReader(stream)
                 else:
-                    _commit(graph, sid, report, feed.statements, feed.lines, feed.names, feed.bad, max_errors)
+                    job.commit(feed.statements, feed.lines, feed.names, feed.bad)
                     bar.update(raw_position(stream), report.triples, report.skipped)
                     if feed.finished:
                         return
                     continue
             done = 0
-            for first, lines in read_line_chunks(stream, chunk_bytes, report.lines + 1):
+            for first, lines in read_line_chunks(stream, job.chunk_bytes, report.lines + 1):
                 if fmt in ("nt", "nq"):
-                    count, names, bad = _rdf_chunk(graph, lines, first, fmt, predicates, langs, sid)
+                    count, names, bad = _rdf_chunk(job, lines, first, fmt)
                 else:
                     data, names, count, bad = triples.convert(lines, first, fmt, delimiter)
-                    graph.bulk_load_ntriples(data)
-                _commit(graph, sid, report, count, len(lines), graph.index_names(names, sid), bad, max_errors)
+                    sink.write_ntriples(data)
+                job.commit(count, len(lines), job.names(names), bad)
                 bar.update(raw_position(stream), report.triples, report.skipped)
                 done += len(lines)
-                if fast and done >= segment_lines:
+                if native is not None and done >= job.segment_lines:
                     break
             else:
                 return
@@ -388,17 +416,17 @@ PATH_LOAD_BYTES = 512 << 20  # plain N-Triples files up to this size load by pat
 # triples gain, at 10M the name indexing competes with the native parser and streaming wins)
 
 
-def _load_by_path(graph, path: Path, sid, report, predicates, langs, bar, segment_lines) -> bool:
-    """The fastest way in: a whole plain N-Triples file handed to the store's
-    own reader, which parses it on every core, while a thread finds the
+def _load_by_path(job: _Job, native: NativeLoader) -> bool:
+    """The fastest way in: a whole plain N-Triples file handed to the sink's
+    native loader, which parses it on every core, while a thread finds the
     names, counts the statements and moves the progress bar (it runs a
     little ahead of the loader). Only for an uncompressed file without
     blank nodes (they must be renamed first) that fits in one segment; any
     other file, or one with a bad line (nothing is written then), takes the
     streaming path. Returns True when the file was loaded."""
-    load = getattr(graph, "bulk_load_file", None)
+    path, report, bar = job.path, job.report, job.bar
     size = path.stat().st_size
-    if load is None or size > PATH_LOAD_BYTES or size // 40 > segment_lines:
+    if size > PATH_LOAD_BYTES or size // 40 > job.segment_lines:
         return False
     with path.open("rb") as fh:
         if fh.read(3)[:2] in (b"\x1f\x8b", b"BZ"):
@@ -410,8 +438,9 @@ def _load_by_path(graph, path: Path, sid, report, predicates, langs, bar, segmen
                 break
             if b"_:" in piece:
                 return False
-    scanner = rdf.NameScanner(predicates, langs)
-    found = {"lines": 0, "statements": 0, "names": 0, "error": None}
+    scanner = rdf.NameScanner(job.predicates, job.langs)
+    found = {"lines": 0, "statements": 0, "names": 0}
+    failure: list[BaseException] = []
     stop = threading.Event()
 
     def scan() -> None:
@@ -427,45 +456,34 @@ def _load_by_path(graph, path: Path, sid, report, predicates, langs, bar, segmen
                     found["statements"] += _statements_in(data, count)
                     lines = scanner.lines(data)
                     if lines:
-                        found["names"] += graph.index_names(scanner.parse(lines), sid)
+                        found["names"] += job.names(scanner.parse(lines))
                     bar.update(reader.stream.tell(), report.triples + found["statements"], report.skipped)
                 if not stop.is_set():
-                    graph.end_bulk(False)  # build the key index while the loader still writes
+                    native.names_done()  # build the name index while the loader still writes
             finally:
                 reader.stream.close()
         except BaseException as e:  # handed to the loading thread below
-            found["error"] = e
+            failure.append(e)
 
     worker = threading.Thread(target=scan, name="tog-names", daemon=True)
     worker.start()
     try:
-        load(path)
+        native.load_path(path)
     except SyntaxError:
         stop.set()
         worker.join()
-        graph.discard_names()
+        job.sink.discard()
         return False  # a bad line: the streaming path finds it and loads the rest
     except BaseException:
         stop.set()
         worker.join()
         raise
     worker.join()
-    if found["error"] is not None:
-        raise found["error"]
-    _commit(graph, sid, report, found["statements"], found["lines"], found["names"], [], 0)
+    if failure:
+        raise failure[0]
+    job.commit(found["statements"], found["lines"], found["names"], [])
     bar.update(size, report.triples, report.skipped)
     return True
-
-
-def _commit(graph, sid, report, statements, lines, names, bad, max_errors) -> None:
-    """Record a written piece: bad lines, counts, then the checkpoint, which
-    commits the names queued for this piece (``names``: their number)."""
-    for lineno, reason in bad:
-        report.bad_line(lineno, reason, max_errors)
-    report.names += names
-    report.triples += statements
-    report.lines += lines
-    _checkpoint(graph, sid, report)
 
 
 _COMMENT = re.compile(rb"(?m)^[ \t]*#")
@@ -486,22 +504,23 @@ def _statements_in(data: bytes, newlines: int) -> int:
     return newlines
 
 
-def _rdf_chunk(graph, lines, first, fmt, predicates, langs, sid):
+def _rdf_chunk(job: _Job, lines, first, fmt):
     """Write one chunk of N-Triples / N-Quads lines; returns (triples, names, bad).
 
     The whole chunk goes to the bulk loader, which writes nothing when a line
     is malformed; such a chunk is then parsed line by line, so a bad line
     costs exactly that line.
     """
+    sid = job.sid
     lines = [skolemise(line, sid) for line in lines] if any(b"_:" in line for line in lines) else lines
     data = b"".join(lines)
     if fmt == "nt":
         try:
-            graph.bulk_load_ntriples(data, ox.RdfFormat.N_TRIPLES)
+            job.sink.write_ntriples(data)
         except SyntaxError:
             pass  # fall through to the line-by-line path below
         else:
-            return _count_statements(lines, data), rdf.NameScanner(predicates, langs).pairs(data), []
+            return _count_statements(lines, data), rdf.NameScanner(job.predicates, job.langs).pairs(data), []
     good: list[ox.Quad] = []
     bad: list[tuple[int, str]] = []
     ox_format = rdf.OX_FORMATS[fmt]
@@ -513,26 +532,27 @@ def _rdf_chunk(graph, lines, first, fmt, predicates, langs, sid):
         except SyntaxError as e:
             bad.append((first + offset, str(e).split(" (line")[0].replace("at line 1 ", "")))
     if good:
-        graph.bulk_extend(good)
-    return len(good), rdf.name_pairs(good, predicates, langs), bad
+        job.sink.write(good)
+    return len(good), rdf.name_pairs(good, job.predicates, job.langs), bad
 
 
-def _load_stream(graph, path, fmt, sid, report, max_errors, predicates, langs, bar) -> None:
+def _load_stream(job: _Job) -> None:
     batch: list[ox.Quad] = []
+    report, bar = job.report, job.bar
 
     def flush() -> None:
         if batch:
-            graph.bulk_extend(batch)
-            report.names += graph.index_names(rdf.name_pairs(batch, predicates, langs), sid)
+            job.sink.write(batch)
+            report.names += job.names(rdf.name_pairs(batch, job.predicates, job.langs))
             report.triples += len(batch)
             batch.clear()
 
-    with open_binary(path) as stream:
-        for item in rdf.parse_with_errors(stream, rdf.OX_FORMATS[fmt]):
+    with open_binary(job.path) as stream:
+        for item in rdf.parse_with_errors(stream, rdf.OX_FORMATS[job.fmt]):
             if isinstance(item, tuple):
-                report.bad_line(item[0], item[1], max_errors)
+                report.bad_line(item[0], item[1], job.max_errors)
                 continue
-            batch.append(rdf.skolem_quad(item, sid))
+            batch.append(rdf.skolem_quad(item, job.sid))
             if len(batch) >= QUAD_BATCH:
                 flush()
                 bar.update(raw_position(stream), report.triples, report.skipped)
@@ -540,9 +560,10 @@ def _load_stream(graph, path, fmt, sid, report, max_errors, predicates, langs, b
         bar.update(raw_position(stream), report.triples, report.skipped)
 
 
-def _load_rdflib(graph, path, fmt, sid, report, max_errors, predicates, langs, bar) -> None:
+def _load_rdflib(job: _Job) -> None:
     import rdflib
 
+    path, fmt, report = job.path, job.fmt, job.report
     g = rdflib.Dataset() if fmt == "trix" else rdflib.Graph()
     try:
         with open_binary(path) as stream:
@@ -551,9 +572,9 @@ def _load_rdflib(graph, path, fmt, sid, report, max_errors, predicates, langs, b
         raise LoadError(f"{path}: rdflib could not parse it as {fmt}: {e}") from e
     data = g.serialize(format="nquads" if fmt == "trix" else "nt", encoding="utf-8")
     lines = data.splitlines(keepends=True)
-    count, names, bad = _rdf_chunk(graph, lines, 1, "nq" if fmt == "trix" else "nt", predicates, langs, sid)
+    count, names, bad = _rdf_chunk(job, lines, 1, "nq" if fmt == "trix" else "nt")
     for lineno, reason in bad:
-        report.bad_line(lineno, reason, max_errors)
-    report.names += graph.index_names(names, sid)
+        report.bad_line(lineno, reason, job.max_errors)
+    report.names += job.names(names)
     report.triples += count
-    bar.update(path.stat().st_size, report.triples, report.skipped)
+    job.bar.update(path.stat().st_size, report.triples, report.skipped)

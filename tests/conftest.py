@@ -1,5 +1,6 @@
 """Shared fixtures: a tiny hand-made knowledge graph written to disk, a real
-on-disk Oxigraph store loaded from it through the real loader, and click's
+on-disk Oxigraph store loaded from it through the real loader (``store``:
+the whole ``engine.store.Store``; ``kg``: its read role), and click's
 CliRunner for the real ``tog`` command.
 
 The fixture KG (``KG_NT``) is small enough to reason about by hand; every
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.backends.oxigraph import OxigraphGraph
+from engine.store import Store, open_store
 from loaders.load import load_file
 
 REPO = Path(__file__).resolve().parent.parent
@@ -118,27 +119,26 @@ def write_nt(path: Path, lines: list[str]) -> Path:
 
 
 # ---------------------------------------------------------------------------
-# Store bookkeeping: every graph a test opens is closed afterwards.
+# Store bookkeeping: every store a test opens is closed afterwards.
 
-_OPEN: list[OxigraphGraph] = []
+_OPEN: list[Store] = []
 
 
-def open_graph(path: Path | str | None, create: bool = False) -> OxigraphGraph:
-    """Open a real on-disk store and remember it so it gets closed."""
-    g = OxigraphGraph(path, create=create)
+def open_graph(path: Path | str, create: bool = False) -> Store:
+    """Open a real on-disk embedded store and remember it so it gets closed."""
+    g = open_store(path, create=create)
     _OPEN.append(g)
     return g
 
 
-def close_graph(g) -> None:
-    if hasattr(g, "store") or hasattr(g, "driver"):
-        g.close()
+def close_graph(g: Store) -> None:
+    g.close()  # closing twice is harmless
 
 
-def load_into(store: Path, *files: Path, **options) -> tuple[OxigraphGraph, list]:
-    """A store at ``store`` with ``files`` loaded; returns (graph, reports)."""
+def load_into(store: Path, *files: Path, **options) -> tuple[Store, list]:
+    """A store at ``store`` with ``files`` loaded; returns (store, reports)."""
     g = open_graph(store, create=True)
-    reports = [load_file(g, f, **options) for f in files]
+    reports = [load_file(g.need_sink(), f, **options) for f in files]
     return g, reports
 
 
@@ -166,11 +166,17 @@ def store_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def kg(kg_file: Path, store_path: Path) -> OxigraphGraph:
+def store(kg_file: Path, store_path: Path) -> Store:
     """A real on-disk Oxigraph store holding the fixture KG."""
     g, (report,) = load_into(store_path, kg_file)
     assert report.skipped == 0
     return g
+
+
+@pytest.fixture
+def kg(store: Store):
+    """The read role of ``store``."""
+    return store.kg
 
 
 @pytest.fixture
@@ -270,10 +276,8 @@ def store_spec(request, tmp_path):
     return str(tmp_path / "store")
 
 
-def open_spec(spec: str, create: bool = False):
+def open_spec(spec: str, create: bool = False) -> Store:
     """Open a store of any backend and remember it so it gets closed."""
-    from engine.backends import open_store
-
     g = open_store(spec, create=create)
     _OPEN.append(g)
     return g

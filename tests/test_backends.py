@@ -27,25 +27,35 @@ from loaders.load import load_file
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
 
-def edges(kg) -> int:
+def edges(store) -> int:
     """KG edges a store holds, whatever the backend calls them."""
-    s = kg.stats()
+    s = store.kg.stats()
     return s["edges"] if "edges" in s else s["triples"]
 
 
 @pytest.fixture
-def fixture_kg(store_spec, tmp_path):
+def fixture_store(store_spec, tmp_path):
     path = tmp_path / "kg.nt"
     path.write_text(KG_NT, encoding="utf-8")
-    kg = open_spec(store_spec, create=True)
-    report = load_file(kg, path)
+    store = open_spec(store_spec, create=True)
+    report = load_file(store.need_sink(), path)
     assert report.skipped == 0
-    return kg
+    return store
 
 
-def test_protocol(fixture_kg):
-    assert isinstance(fixture_kg, KnowledgeGraph)
-    assert "runs" in fixture_kg.capabilities and "schema" in fixture_kg.capabilities
+@pytest.fixture
+def fixture_kg(fixture_store):
+    return fixture_store.kg
+
+
+def test_protocol(fixture_store):
+    """Every role is there on both backends, and each is what its protocol says."""
+    from engine.store import BulkSink, CorrectionLog, RunLog
+
+    assert isinstance(fixture_store.kg, KnowledgeGraph) and fixture_store.kg.schema is not None
+    for role, protocol in (("runs", RunLog), ("corrections", CorrectionLog), ("sink", BulkSink)):
+        implementation = getattr(fixture_store, role)
+        assert implementation is not None and isinstance(implementation, protocol), role
 
 
 def test_relations_both_directions_and_policy(fixture_kg):
@@ -78,9 +88,9 @@ def test_expand_entities_literals_and_cvts(fixture_kg):
 def test_expand_limit_keeps_the_same_sample(store_spec, tmp_path):
     hub = [f"<{iri('hub')}> <{iri('links')}> <{iri(f'n{i}')}> ." for i in range(60)]
     hub += [f'<{iri(f"n{i}")}> <http://www.w3.org/2000/01/rdf-schema#label> "node {i}" .' for i in range(60)]
-    kg = open_spec(store_spec, create=True)
-    load_file(kg, write_nt(tmp_path / "hub.nt", hub))
-    picked = [c.node.id for c in kg.expand([(iri("hub"), Relation(iri("links"), "out"))], limit=7)]
+    store = open_spec(store_spec, create=True)
+    load_file(store.need_sink(), write_nt(tmp_path / "hub.nt", hub))
+    picked = [c.node.id for c in store.kg.expand([(iri("hub"), Relation(iri("links"), "out"))], limit=7)]
     assert len(picked) == 7
     # a hash order, not the first ids, and the same on every backend
     from engine.backends.common import sample_key
@@ -99,8 +109,9 @@ def test_tog_sampling_of_crowded_relations(store_spec, tmp_path):
     lines = [f"<{iri('hub')}> <{iri('links')}> <{iri(f'n{i}')}> ." for i in range(25)]
     lines += [f"<{iri('small')}> <{iri('links')}> <{iri(f'n{i}')}> ." for i in range(8)]
     lines += [f'<{iri(f"n{i}")}> <{label}> "node {i}" .' for i in range(25)]
-    kg = open_spec(store_spec, create=True)
-    load_file(kg, write_nt(tmp_path / "crowd.nt", lines))
+    store = open_spec(store_spec, create=True)
+    load_file(store.need_sink(), write_nt(tmp_path / "crowd.nt", lines))
+    kg = store.kg
     links = Relation(iri("links"), "out")
 
     def picked(source, **rule):
@@ -133,7 +144,7 @@ def test_search_entities_and_has_entity(fixture_kg):
 
 
 def test_relation_schema(fixture_kg):
-    after = fixture_kg.relation_schema(Relation(iri("written_by"), "in"))
+    after = fixture_kg.schema.after(Relation(iri("written_by"), "in"))
     assert Relation(iri("directed_by"), "out") in after
     assert all(r.id != "http://www.w3.org/2000/01/rdf-schema#label" for r in after)
 
@@ -144,11 +155,11 @@ def test_reloading_adds_nothing_even_with_force(store_spec, tmp_path):
     path = tmp_path / "kb.txt"
     path.write_text((METAQA / "kb.txt").read_text(encoding="utf-8"), encoding="utf-8")
     kg = open_spec(store_spec, create=True)
-    first = load_file(kg, path)
+    first = load_file(kg.need_sink(), path)
     count = edges(kg)
     assert first.triples == 1750 and count > 1700
-    assert load_file(kg, path).already_complete
-    load_file(kg, path, force=True)
+    assert load_file(kg.need_sink(), path).already_complete
+    load_file(kg.need_sink(), path, force=True)
     assert edges(kg) == count
 
 
@@ -157,10 +168,10 @@ def test_repeated_lines_and_bad_lines(store_spec, tmp_path):
     lines = [good, "this is not a triple", good, f"<{iri('a')}> <{iri('r')}> <{iri('c')}> .", "<broken",
              f"<{iri('a')}> <{iri('r')}> \"x\" ."] + [good] * 3
     kg = open_spec(store_spec, create=True)
-    report = load_file(kg, write_nt(tmp_path / "bad.nt", lines), chunk_bytes=64)
+    report = load_file(kg.need_sink(), write_nt(tmp_path / "bad.nt", lines), chunk_bytes=64)
     assert report.skipped == 2 and [n for n, _ in report.bad] == [2, 5]
     assert edges(kg) == 3  # a->b once, a->c, a->"x"
-    found = kg.expand([(iri("a"), Relation(iri("r"), "out"))])
+    found = kg.kg.expand([(iri("a"), Relation(iri("r"), "out"))])
     assert sorted(c.node.name for c in found) == ["b", "c", "x"]
 
 
@@ -173,22 +184,23 @@ def test_a_load_killed_between_chunks_resumes_exactly(store_spec, tmp_path, monk
     lines += lines[:40]  # repeats across chunks
     path = write_nt(tmp_path / "many.nt", lines)
     kg = open_spec(store_spec, create=True)
+    sink = kg.need_sink()
     calls = {"n": 0}
-    original = type(kg).set_checkpoint
+    original = type(sink).commit
 
-    def dying(self, source, **values):
+    def dying(self, source, checkpoint):
         calls["n"] += 1
         if calls["n"] == 3:
             raise _Killed  # as if the process died during this chunk's write
-        return original(self, source, **values)
+        return original(self, source, checkpoint)
 
-    monkeypatch.setattr(type(kg), "set_checkpoint", dying)
+    monkeypatch.setattr(type(sink), "commit", dying)
     with pytest.raises(_Killed):
-        load_file(kg, path, chunk_bytes=2048, segment_lines=100)
-    monkeypatch.setattr(type(kg), "set_checkpoint", original)
+        load_file(sink, path, chunk_bytes=2048, segment_lines=100)
+    monkeypatch.setattr(type(sink), "commit", original)
     partial = edges(kg)
     assert 0 < partial < 400
-    report = load_file(kg, path, chunk_bytes=2048, segment_lines=100)
+    report = load_file(sink, path, chunk_bytes=2048, segment_lines=100)
     assert report.resumed_from > 0
     assert edges(kg) == 400 and report.lines == 440
 
@@ -205,12 +217,12 @@ def _count(uri: str, query: str) -> int:
 def test_chunks_committed_out_of_order_resume_after_the_gap(neo4j_store, tmp_path, monkeypatch):
     """Two chunk transactions run at once.  Chunk 2 fails after chunk 3
     committed: the re-run resumes after chunk 1 (not 3) and ends exact."""
-    import engine.backends.neo4j as backend
+    import engine.backends.neo4j.sink as backend
 
     lines = [f"<{iri(f's{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(400)]
     path = write_nt(tmp_path / "many.nt", lines)
     made, third_done = [], threading.Event()
-    make, write, committed = backend.Neo4jGraph._chunk_writer, backend._Chunk.write, backend._Chunk.committed
+    make, write, committed = backend.Neo4jSink._chunk_writer, backend._Chunk.write, backend._Chunk.committed
 
     def numbered(self, quads, names):
         chunk = make(self, quads, names)
@@ -229,16 +241,16 @@ def test_chunks_committed_out_of_order_resume_after_the_gap(neo4j_store, tmp_pat
         if self.number == 3:
             third_done.set()
 
-    monkeypatch.setattr(backend.Neo4jGraph, "_chunk_writer", numbered)
+    monkeypatch.setattr(backend.Neo4jSink, "_chunk_writer", numbered)
     monkeypatch.setattr(backend._Chunk, "write", failing_second)
     monkeypatch.setattr(backend._Chunk, "committed", noting)
     kg = open_spec(neo4j_store, create=True)
     with pytest.raises(_Killed):
-        load_file(kg, path, chunk_bytes=2048)
+        load_file(kg.need_sink(), path, chunk_bytes=2048)
     first_chunk_lines = len(made[0].edges)
     assert 0 < edges(kg) < 400 and third_done.is_set()
     monkeypatch.undo()
-    report = load_file(kg, path, chunk_bytes=2048)
+    report = load_file(kg.need_sink(), path, chunk_bytes=2048)
     assert report.resumed_from == first_chunk_lines  # not past chunk 2's lines
     assert edges(kg) == 400 and report.lines == 400 and report.triples == 400
     assert _count(neo4j_store, "MATCH (p:TogLoadPart) RETURN count(p)") == 0
@@ -258,7 +270,7 @@ def test_driver_retry_warnings_stay_off_the_terminal_unless_logging_is_configure
 
 
 def test_the_fresh_load_repeat_filter_matches_a_set():
-    from engine.backends.neo4j import _HashSet
+    from engine.backends.neo4j.sink import _HashSet
 
     rng = random.Random(5)
     seen, filter_ = set(), _HashSet()
@@ -279,21 +291,21 @@ def _ask(kg, question, method="tog", record=True):
                SearchConfig(method=method), (), record=record)
 
 
-def test_runs_are_path_nodes_written_as_the_search_goes(fixture_kg, monkeypatch):
+def test_runs_are_path_nodes_written_as_the_search_goes(fixture_store, monkeypatch):
     seen_live = []
-    original = type(fixture_kg).record_step
+    original = type(fixture_store.runs).record_step
 
     def watching(self, run_id, paths):
         original(self, run_id, paths)
-        tree = self.run(run_id)  # readable before the run finishes
+        tree = self.get(run_id)  # readable before the run finishes
         seen_live.append((tree.info.status, len(tree.paths)))
 
-    monkeypatch.setattr(type(fixture_kg), "record_step", watching)
-    result = _ask(fixture_kg, "who directed the films written by [Paul Author]")
+    monkeypatch.setattr(type(fixture_store.runs), "record_step", watching)
+    result = _ask(fixture_store, "who directed the films written by [Paul Author]")
     assert sorted(result.result.answer.names) == ["Mike Maker", "Rita Director"]
     assert seen_live and all(status == "running" for status, _ in seen_live)
     assert seen_live[-1][1] > seen_live[0][1]
-    tree = fixture_kg.run(result.run_id)
+    tree = fixture_store.runs.get(result.run_id)
     assert tree.info.status == "done" and sorted(tree.info.answer) == ["Mike Maker", "Rita Director"]
     roots = [p for p in tree.paths if p.parent is None]
     assert [r.entity for r in roots] == [iri("paul")]
@@ -301,40 +313,42 @@ def test_runs_are_path_nodes_written_as_the_search_goes(fixture_kg, monkeypatch)
     assert {p.name for p in kept} >= {"Mike Maker", "Rita Director"}
 
 
-def test_kept_flag_changes_and_literal_path_nodes(fixture_kg):
+def test_kept_flag_changes_and_literal_path_nodes(fixture_store):
+    runs = fixture_store.runs
     run = RunInfo(id="r1", question="q", started="2026-01-01T00:00:00+00:00")
-    fixture_kg.start_run(run)
+    runs.start(run)
     lit = f'"1994"^^<{XSD}gYear>'
-    fixture_kg.record_step("r1", [PathRecord("p0", 0, iri("quiz"), "Quiz Game"),
-                                  PathRecord("p1", 1, lit, "1994", parent="p0", relation=iri("release_year"),
-                                             direction="out", score=0.5, kept=True, literal=True)])
-    fixture_kg.record_step("r1", [PathRecord("p1", 1, lit, "1994", parent="p0", relation=iri("release_year"),
-                                             direction="out", score=0.5, kept=False, literal=True)])
-    tree = fixture_kg.run("r1")
+    runs.record_step("r1", [PathRecord("p0", 0, iri("quiz"), "Quiz Game"),
+                            PathRecord("p1", 1, lit, "1994", parent="p0", relation=iri("release_year"),
+                                       direction="out", score=0.5, kept=True, literal=True)])
+    runs.record_step("r1", [PathRecord("p1", 1, lit, "1994", parent="p0", relation=iri("release_year"),
+                                       direction="out", score=0.5, kept=False, literal=True)])
+    tree = runs.get("r1")
     assert [(p.id, p.kept, p.literal, p.parent) for p in tree.paths] == [("p0", True, False, None),
                                                                       ("p1", False, True, "p0")]
     assert tree.info.status == "running"
     with pytest.raises(UnknownRunError):
-        fixture_kg.run("no-such-run")
+        runs.get("no-such-run")
 
 
-def test_prune_removes_old_runs_and_nothing_else(fixture_kg):
-    before = edges(fixture_kg)
+def test_prune_removes_old_runs_and_nothing_else(fixture_store):
+    runs = fixture_store.runs
+    before = edges(fixture_store)
     old = RunInfo(id="old", question="q", started="2020-01-01T00:00:00+00:00")
-    fixture_kg.start_run(old)
-    fixture_kg.record_step("old", [PathRecord("p0", 0, iri("paul"), "Paul Author")])
-    recent = _ask(fixture_kg, "who directed the films written by [Paul Author]")
-    assert fixture_kg.prune_runs("2025-01-01T00:00:00+00:00") == 1
-    assert [r.id for r in fixture_kg.runs()] == [recent.run_id]
-    assert edges(fixture_kg) == before
-    assert fixture_kg.labels([iri("paul")]) == {iri("paul"): "Paul Author"}
-    assert fixture_kg.prune_runs(cutoff("0s")) == 1 and fixture_kg.runs() == []
+    runs.start(old)
+    runs.record_step("old", [PathRecord("p0", 0, iri("paul"), "Paul Author")])
+    recent = _ask(fixture_store, "who directed the films written by [Paul Author]")
+    assert runs.prune("2025-01-01T00:00:00+00:00") == 1
+    assert [r.id for r in runs.list()] == [recent.run_id]
+    assert edges(fixture_store) == before
+    assert fixture_store.kg.labels([iri("paul")]) == {iri("paul"): "Paul Author"}
+    assert runs.prune(cutoff("0s")) == 1 and runs.list() == []
 
 
 # -- parity: the same answers and run trees on both backends --------------
 
-def _tree_shape(kg, run_id):
-    tree = kg.run(run_id)
+def _tree_shape(store, run_id):
+    tree = store.runs.get(run_id)
     return [(p.id, p.depth, p.parent, p.entity, p.relation, p.direction, p.via,
              None if p.score is None else round(p.score, 6), p.kept) for p in tree.paths]
 
@@ -344,7 +358,7 @@ def _tree_shape(kg, run_id):
 def test_same_answers_and_run_trees_on_both_backends(neo4j_store, tmp_path, method):
     questions = list(read_questions(METAQA / "questions.txt"))
     stores = [open_spec(str(tmp_path / "store"), create=True), open_spec(neo4j_store, create=True)]
-    reports = [load_file(kg, METAQA / "kb.txt") for kg in stores]
+    reports = [load_file(kg.need_sink(), METAQA / "kb.txt") for kg in stores]
     assert [(r.triples, r.skipped, r.names) for r in reports] == [(1750, 0, 1368)] * 2
     answered = 0
     for q in questions:
@@ -363,11 +377,11 @@ def test_every_cypher_file_compiles_on_the_server(neo4j_store):
 
     import neo4j
 
-    from engine.backends.neo4j import migrations
+    from engine.backends.neo4j.session import migrations
 
     names = [p.name[:-7] for p in resources.files("cypher").iterdir() if p.name.endswith(".cypher")]
     assert len(names) > 25
-    kg = open_spec(neo4j_store)
+    kg = open_spec(neo4j_store).kg.session
     with kg.driver.session() as s:
         for name in names:
             text = resources.files("cypher").joinpath(f"{name}.cypher").read_text(encoding="utf-8")
@@ -395,30 +409,30 @@ def test_lost_connection_mid_run_fails_the_command_and_the_run(neo4j_store, tmp_
     """A real TCP proxy between tog and Neo4j is cut during the search."""
     from proxy import TcpProxy
 
-    from engine.backends.neo4j import Neo4jGraph
+    from engine.backends.neo4j import Neo4jRunLog
 
     kg = open_spec(neo4j_store, create=True)
-    load_file(kg, METAQA / "kb.txt")
+    load_file(kg.need_sink(), METAQA / "kb.txt")
     monkeypatch.setenv("TOG_NEO4J_RETRY_SECONDS", "1")
     monkeypatch.setenv("TOG_STATE_DIR", str(tmp_path / "state"))
     host, port = neo4j_store.split("://")[1].split(":")
     with TcpProxy(host, int(port)) as proxy:
-        original = Neo4jGraph.record_step
+        original = Neo4jRunLog.record_step
 
         def cut_after_first_step(self, run_id, paths):
             original(self, run_id, paths)
             proxy.cut()
 
-        monkeypatch.setattr(Neo4jGraph, "record_step", cut_after_first_step)
+        monkeypatch.setattr(Neo4jRunLog, "record_step", cut_after_first_step)
         result = tog("ask", "who directed the films written by [Paul Attanasio]",
                      "--store", f"bolt://127.0.0.1:{proxy.port}")
     assert result.exit_code == 1
     assert "lost the connection to Neo4j" in result.output or "cannot reach Neo4j" in result.output
     assert "Traceback" not in result.output
-    (run,) = kg.runs()
+    (run,) = kg.runs.list()
     assert run.status == "running" and run.answer == []  # what the cut left in the database
     again = open_spec(neo4j_store)  # the next connection marks it failed
-    (run,) = again.runs()
+    (run,) = again.runs.list()
     assert run.status == "failed" and run.answer == []
     assert not (tmp_path / "state" / "neo4j-failed-runs.jsonl").exists()
 
@@ -449,7 +463,7 @@ def test_unknown_store_scheme(tog):
 
 
 def test_store_error_type():
-    from engine.backends import open_store
+    from engine.store import open_store
 
     with pytest.raises(StoreError):
         open_store("ftp://x")
@@ -509,7 +523,7 @@ def launcher(env, *args):
 @pytest.mark.neo4j
 def test_offline_import_builds_the_same_database_as_an_online_load(neo4j_store, launcher_env, tmp_path, tog,
                                                                    monkeypatch):
-    from engine.backends.neo4j import Neo4jGraph
+    from engine.backends.neo4j import open_neo4j
 
     kg_file = tmp_path / "kg.nt"
     kg_file.write_text(KG_NT + "this line is not RDF\n", encoding="utf-8")
@@ -524,22 +538,22 @@ def test_offline_import_builds_the_same_database_as_an_online_load(neo4j_store, 
     done = launcher(launcher_env, "import", out)  # a new home: no database yet
     assert done.returncode == 0, done.stderr
     assert launcher(launcher_env, "start").returncode == 0
-    imported = Neo4jGraph(f"bolt://127.0.0.1:{launcher_env['NEO4J_BOLT_PORT']}", user="neo4j",
+    imported = open_neo4j(f"bolt://127.0.0.1:{launcher_env['NEO4J_BOLT_PORT']}", user="neo4j",
                           password=launcher_env["NEO4J_PASSWORD"])
     try:
         online = open_spec(neo4j_store, create=True)
         for f in files:
-            load_file(online, f)
+            load_file(online.need_sink(), f)
         assert imported.stats() == online.stats()
         assert imported.stats()["values"] > 0 and imported.stats()["names"] > 0
         ids = [iri("paul"), fb("m.film1"), fb("m.cvt1"), fb("m.onlyfr"), iri("nobody")]
-        assert imported.labels(ids) == online.labels(ids)
+        assert imported.kg.labels(ids) == online.kg.labels(ids)
         keys = ["paul author", "harbor lights", "paul attanasio", "quiz show"]
-        assert imported.search_entities(keys) == online.search_entities(keys)
-        assert imported.search_entities(keys)["paul attanasio"]
+        assert imported.kg.search_entities(keys) == online.kg.search_entities(keys)
+        assert imported.kg.search_entities(keys)["paul attanasio"]
         for q in list(read_questions(METAQA / "questions.txt"))[:8]:
             assert _ask(imported, q.question).result.answer.names == _ask(online, q.question).result.answer.names
-        report = load_file(imported, METAQA / "kb.txt")  # the import recorded complete loads
+        report = load_file(imported.need_sink(), METAQA / "kb.txt")  # the import recorded complete loads
         assert report.already_complete and report.triples == 1750
     finally:
         imported.close()
@@ -560,8 +574,8 @@ def test_relations_named_in_the_kg_are_shown_by_their_names(store_spec, tmp_path
         '<http://www.wikidata.org/prop/direct/P19> <http://www.w3.org/2000/01/rdf-schema#label> "place of birth"@en .',
     ])
     kg = open_spec(store_spec, create=True)
-    load_file(kg, kb)
-    (rel,) = kg.relations(["http://www.wikidata.org/entity/Q1"])["http://www.wikidata.org/entity/Q1"]
+    load_file(kg.need_sink(), kb)
+    (rel,) = kg.kg.relations(["http://www.wikidata.org/entity/Q1"])["http://www.wikidata.org/entity/Q1"]
     assert rel.text == "place of birth" and rel == Relation("http://www.wikidata.org/prop/direct/P19", "out")
     result = _ask(kg, "what is the place of birth of [Ada Example]")
     assert result.result.answer.names == ["Testville"]

@@ -335,8 +335,8 @@ def test_a_store_in_use_by_another_process_is_one_clear_line(tog, loaded_store):
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, time\n"
-         "from engine.backends.oxigraph import OxigraphGraph\n"
-         f"g = OxigraphGraph({str(loaded_store)!r})\n"
+         "from engine.store import open_store\n"
+         f"g = open_store({str(loaded_store)!r})\n"
          "print('ready', flush=True)\n"
          "sys.stdin.read()\n"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)
@@ -390,10 +390,10 @@ def test_long_answers_are_cut_in_text_output_but_not_in_json(tog, tmp_path):
     data = json.loads(tog("ask", "who starred in [Hub Movie]", "--store", store, "--sample-over", "10",
                           "--sample-size", "4", "--json").output)
     assert len(data["answer"]) == 4
-    from engine.backends import open_store
+    from engine.store import open_store
 
-    with open_store(str(store)) as kg:
-        info = kg.run(data["run"]).info
+    with open_store(str(store)) as opened:
+        info = opened.runs.get(data["run"]).info
     assert info.config["sample_over"] == 10 and info.config["sample_size"] == 4
     assert len(json.loads(tog("ask", "who starred in [Hub Movie]", "--store", store, "--sample-over", "16",
                               "--json").output)["answer"]) == 15

@@ -13,13 +13,13 @@ import pytest
 from conftest import METAQA
 from test_backends import edges as edge_count
 
-from engine.backends import open_store
+from engine.store import open_store
 
 
 def kg_call(store, fn):
-    """``fn(kg)`` on the store, closed again (an embedded store opens once at a time)."""
-    with open_store(str(store)) as kg:
-        return fn(kg)
+    """``fn(store)`` on the opened store, closed again (an embedded store opens once at a time)."""
+    with open_store(str(store)) as opened:
+        return fn(opened)
 
 QUESTION = "who directed [Quiz Show]"
 WRONG = "Quiz Show|directed_by|Robert Redford"
@@ -62,7 +62,7 @@ def test_a_correction_changes_the_next_answer_and_revert_undoes_it(sample, tog):
     assert undone.exit_code == 0, undone.output
     assert answer(tog, sample)[0] == ["Robert Redford"]
     assert kg_call(sample, edge_count) == edges
-    assert not kg_call(sample, lambda kg: kg.has_fact(
+    assert not kg_call(sample, lambda kg: kg.corrections.has_fact(
         ("urn:tog:e:Quiz%20Show", "urn:tog:r:directed_by", "urn:tog:e:Mike%20Newell")))
     assert json.loads(tog("corrections", "list", "--json", "--store", sample).output)[0]["status"] == "reverted"
     again = tog("corrections", "revert", cid, "--store", sample)
@@ -70,18 +70,18 @@ def test_a_correction_changes_the_next_answer_and_revert_undoes_it(sample, tog):
 
 
 def test_adding_a_fact_that_is_there_is_undone_exactly(sample, tog):
-    before = kg_call(sample, lambda kg: {k: v for k, v in kg.stats().items() if k != "runs"})
+    before = kg_call(sample, lambda kg: kg.kg.stats())
     fact = ("urn:tog:e:Quiz%20Show", "urn:tog:r:release_year", "urn:tog:e:1994")
-    assert kg_call(sample, lambda kg: kg.has_fact(fact))
+    assert kg_call(sample, lambda kg: kg.corrections.has_fact(fact))
     done = tog("correct", "--add", "Quiz Show|release_year|1994", "--add",
                'Quiz Show|urn:tog:r:note|"seen twice"@en', "--reason", "r", "--store", sample)
     assert done.exit_code == 0 and "1 added, 1 already there" in done.output, done.output
     literal = ("urn:tog:e:Quiz%20Show", "urn:tog:r:note", '"seen twice"@en')
-    assert kg_call(sample, lambda kg: kg.has_fact(literal))
+    assert kg_call(sample, lambda kg: kg.corrections.has_fact(literal))
     cid = re.search(r"correction (\S+):", done.output).group(1)
     assert tog("corrections", "revert", cid, "--store", sample).exit_code == 0
-    assert kg_call(sample, lambda kg: kg.has_fact(fact) and not kg.has_fact(literal))  # what was there stays
-    assert kg_call(sample, lambda kg: {k: v for k, v in kg.stats().items() if k != "runs"}) == before
+    assert kg_call(sample, lambda kg: kg.corrections.has_fact(fact) and not kg.corrections.has_fact(literal))  # what was there stays
+    assert kg_call(sample, lambda kg: kg.kg.stats()) == before
 
 
 @pytest.mark.parametrize("args,message", [
@@ -101,7 +101,7 @@ def test_bad_corrections_are_one_line_and_change_nothing(sample, tog, args, mess
     result = tog("correct", *args, "--store", sample)
     assert result.exit_code == 1 and message in result.output, result.output
     assert result.output.count("\n") == 1 and "Traceback" not in result.output
-    assert kg_call(sample, lambda kg: (edge_count(kg), kg.corrections())) == (edges, [])
+    assert kg_call(sample, lambda kg: (edge_count(kg), kg.corrections.list())) == (edges, [])
 
 
 def test_feedback_is_kept_with_the_run(sample, tog):
@@ -154,7 +154,7 @@ def test_corrections_are_visible_in_neo4j(neo4j_store, tog):
     done = tog("correct", "--remove", WRONG, "--add", RIGHT, "--run", run, "--reason", "r", "--store", neo4j_store)
     cid = re.search(r"correction (\S+):", done.output).group(1)
     kg = open_store(neo4j_store)
-    rows = kg.driver.execute_query(
+    rows = kg.kg.session.driver.execute_query(
         "MATCH (c:TogCorrection {id: $id})-[:ABOUT]->(e:Entity), (c)-[:PROMPTED_BY]->(r:TogRun) "
         "MATCH (e)-[x]->(o:Entity) WHERE x.tog_correction = $id RETURN e.name AS s, o.name AS o, r.id AS run",
         id=cid).records
@@ -170,9 +170,9 @@ def test_an_interrupted_correction_is_finished_on_the_next_access(tmp_path, tog)
     kg = open_store(str(store))
     fact = ("urn:tog:e:Quiz%20Show", "urn:tog:r:directed_by", "urn:tog:e:Mike%20Newell")
     c = Correction("c1", "2026-01-01T00:00:00Z", "r", added=[fact], status="applying")
-    kg._save_correction(c)  # the record is written first; a crash here leaves the KG unchanged
-    assert not kg.has_fact(fact)
-    assert [x.status for x in kg.corrections()] == ["active"] and kg.has_fact(fact)
+    kg.corrections._save(c)  # the record is written first; a crash here leaves the KG unchanged
+    assert not kg.corrections.has_fact(fact)
+    assert [x.status for x in kg.corrections.list()] == ["active"] and kg.corrections.has_fact(fact)
     kg.close()
 
 
@@ -225,7 +225,7 @@ def test_a_correction_that_a_later_one_relies_on_cannot_be_reverted_first(sample
     c1 = re.search(r"correction (\S+):", first.output).group(1)
     refused = tog("corrections", "revert", c1, "--store", sample)
     assert refused.exit_code == 1 and "revert it first" in refused.output
-    assert kg_call(sample, lambda kg: kg.has_fact(
+    assert kg_call(sample, lambda kg: kg.corrections.has_fact(
         ("urn:tog:e:Quiz%20Show", "urn:tog:r:directed_by", "urn:tog:e:Mike%20Newell")))
 
 
@@ -236,32 +236,35 @@ def test_a_crash_between_two_records_or_during_a_revert_is_finished_on_open(tmp_
     assert tog("load", METAQA / "kb.txt", "--store", store).exit_code == 0
     fact = ("urn:tog:e:Quiz%20Show", "urn:tog:r:directed_by", "urn:tog:e:Robert%20Redford")
     kg = open_store(str(store))
-    c = kg.apply_correction(Correction("c1", "2026-01-01T00:00:00Z", "r", removed=[fact]))
+    c = kg.corrections.apply(Correction("c1", "2026-01-01T00:00:00Z", "r", removed=[fact]))
     old = ox_record(kg, "c1")
     c.status, c.reverted = "reverting", "2026-01-02T00:00:00Z"
-    kg.store.add(ox_quad(kg, c))  # the new record is in, the old one not yet out: a crash here
+    kg.corrections.db.store.add(ox_quad(kg, c))  # the new record is in, the old one not yet out: a crash here
     assert len(ox_record(kg, "c1", all_=True)) == 2 and old
     kg.close()
     kg = open_store(str(store))  # opening finishes the revert
-    assert [x.status for x in kg.corrections()] == ["reverted"] and kg.has_fact(fact)
+    assert [x.status for x in kg.corrections.list()] == ["reverted"] and kg.corrections.has_fact(fact)
     kg.close()
 
 
 def ox_record(kg, cid, all_=False):
     import pyoxigraph as ox
 
-    from engine.backends.oxigraph import CORRECTION_PREFIX, CORRECTIONS, _v
+    from engine.backends.oxigraph.corrections import CORRECTION_PREFIX, CORRECTIONS
+    from engine.backends.oxigraph.runs import vocab
 
-    quads = list(kg.store.quads_for_pattern(ox.NamedNode(CORRECTION_PREFIX + cid), _v("record"), None, CORRECTIONS))
+    quads = list(kg.corrections.db.store.quads_for_pattern(ox.NamedNode(CORRECTION_PREFIX + cid), vocab("record"),
+                                                           None, CORRECTIONS))
     return quads if all_ else (quads[0] if quads else None)
 
 
 def ox_quad(kg, c):
     import pyoxigraph as ox
 
-    from engine.backends.oxigraph import CORRECTION_PREFIX, CORRECTIONS, _v
+    from engine.backends.oxigraph.corrections import CORRECTION_PREFIX, CORRECTIONS
+    from engine.backends.oxigraph.runs import vocab
 
-    return ox.Quad(ox.NamedNode(CORRECTION_PREFIX + c.id), _v("record"), ox.Literal(c.to_json()), CORRECTIONS)
+    return ox.Quad(ox.NamedNode(CORRECTION_PREFIX + c.id), vocab("record"), ox.Literal(c.to_json()), CORRECTIONS)
 
 
 def test_pictures_escape_names_with_markup(tmp_path, tog):

@@ -20,7 +20,7 @@ def names_kg(tmp_path):
     lines = [f'<{iri(k)}> <{RDFS_LABEL}> "{v}" .' for k, v in names.items()]
     lines += [f"<{iri(k)}> <{iri('rel')}> <{iri('hub')}> ." for k in names]
     g, _ = load_into(tmp_path / "store", write_nt(tmp_path / "names.nt", lines))
-    return g
+    return g.kg
 
 
 def test_bracketed_mentions():
@@ -28,32 +28,32 @@ def test_bracketed_mentions():
     assert bracketed("no brackets here") == []
 
 
-def test_bracketed_mention_is_linked(kg):
-    nodes = link(kg, "who directed [Quiz Game]")
+def test_bracketed_mention_is_linked(store):
+    nodes = link(store.kg, "who directed [Quiz Game]")
     assert [(n.id, n.name) for n in nodes] == [(iri("quiz"), "Quiz Game")]
     # normalised lookup: case and punctuation do not matter
-    assert ids(link(kg, "who directed [quiz  GAME!]")) == [iri("quiz")]
+    assert ids(link(store.kg, "who directed [quiz  GAME!]")) == [iri("quiz")]
     # a bracket wins over other names in the question
-    assert ids(link(kg, "did Paul Author write [Night Harbor]")) == [iri("harbor")]
+    assert ids(link(store.kg, "did Paul Author write [Night Harbor]")) == [iri("harbor")]
 
 
-def test_two_bracketed_mentions(kg):
-    assert ids(link(kg, "films of [Paul Author] with [Cora Writer]")) == [iri("paul"), iri("cora")]
+def test_two_bracketed_mentions(store):
+    assert ids(link(store.kg, "films of [Paul Author] with [Cora Writer]")) == [iri("paul"), iri("cora")]
 
 
-def test_topic_by_name(kg):
-    nodes = link(kg, "who directed the films written by him", topics=["Paul Author"])
+def test_topic_by_name(store):
+    nodes = link(store.kg, "who directed the films written by him", topics=["Paul Author"])
     assert ids(nodes) == [iri("paul")]
 
 
 @pytest.mark.parametrize("form", ["{}", "<{}>"])
-def test_topic_by_iri(kg, form):
-    nodes = link(kg, "what is starring in it", topics=[form.format(fb("m.film1"))])
+def test_topic_by_iri(store, form):
+    nodes = link(store.kg, "what is starring in it", topics=[form.format(fb("m.film1"))])
     assert [(n.id, n.name) for n in nodes] == [(fb("m.film1"), "Harbor Lights")]
 
 
-def test_topic_overrides_brackets(kg):
-    assert ids(link(kg, "who directed [Quiz Game]", topics=["Night Harbor"])) == [iri("harbor")]
+def test_topic_overrides_brackets(store):
+    assert ids(link(store.kg, "who directed [Quiz Game]", topics=["Night Harbor"])) == [iri("harbor")]
 
 
 def test_ngrams_pick_the_longest_match(names_kg):
@@ -78,30 +78,30 @@ def test_same_name_gives_every_entity(names_kg):
 @pytest.mark.parametrize("question, topics", [
     ("who directed [No Such Film]", ()),
     ("who directed it", ("No Such Film",)),
-    ("who directed it", ("http://example.org/kg/nobody",)),
-    ("who directed it", ("<http://example.org/kg/nobody>",)),
+    ("who directed it", ("http://example.org/store/nobody",)),
+    ("who directed it", ("<http://example.org/store/nobody>",)),
     ("who directed it", ("Paul Author", "Nobody Known")),
 ])
-def test_unknown_entity(kg, question, topics):
+def test_unknown_entity(store, question, topics):
     with pytest.raises(UnknownEntityError) as e:
-        link(kg, question, topics)
+        link(store.kg, question, topics)
     assert "unknown entity" in str(e.value)
 
 
-def test_unknown_entity_error_names_the_mention(kg):
+def test_unknown_entity_error_names_the_mention(store):
     with pytest.raises(UnknownEntityError, match="No Such Film"):
-        link(kg, "who directed [No Such Film]")
+        link(store.kg, "who directed [No Such Film]")
 
 
 @pytest.mark.parametrize("question", ["", "   ", "\n\t"])
-def test_empty_question(kg, question):
+def test_empty_question(store, question):
     with pytest.raises(QuestionError, match="empty"):
-        link(kg, question)
+        link(store.kg, question)
 
 
-def test_question_without_any_entity(kg):
+def test_question_without_any_entity(store):
     with pytest.raises(QuestionError, match="mark it like"):
-        link(kg, "who directed the best film ever")
+        link(store.kg, "who directed the best film ever")
 
 
 def test_a_name_of_punctuation_only_is_linkable(tmp_path):
@@ -109,5 +109,5 @@ def test_a_name_of_punctuation_only_is_linkable(tmp_path):
              f"<{iri('dollar')}> <{iri('rel')}> <{iri('bang')}> ."]
     g, (report,) = load_into(tmp_path / "store", write_nt(tmp_path / "p.nt", lines))
     assert report.names == 2
-    assert ids(link(g, "who directed [$]")) == [iri("dollar")]
-    assert ids(link(g, "what about [!!]")) == [iri("bang")]
+    assert ids(link(g.kg, "who directed [$]")) == [iri("dollar")]
+    assert ids(link(g.kg, "what about [!!]")) == [iri("bang")]

@@ -344,24 +344,23 @@ def test_an_evaluation_stops_on_a_refused_model_and_resumes_later(tog, metaqa_sa
     assert len(rows) == 3 and not any(r.get("error") for r in rows) and "questions 3" in done.output
 
 
-def test_an_llm_judge_that_stops_the_search_costs_no_look_ahead_listing(kg, model, tmp_path, monkeypatch):
+def test_an_llm_judge_that_stops_the_search_costs_no_look_ahead_listing(store, model, tmp_path, monkeypatch):
     """The LLM's judge reads the kept paths only: when it finds them enough,
     the relations around them are never listed (ToG too lists relations only
     when it goes on); when it does not, the listing is the next depth's."""
-    import engine.agent  # noqa: F401 (registers the llm reasoner)
     from engine.pruning import get_pruner
     from engine.reasoning import get_reasoner
     from engine.runs import ask
     from engine.search import SearchConfig
 
     calls = []
-    plain = kg.relations
-    monkeypatch.setattr(kg, "relations", lambda entities: calls.append(list(entities)) or plain(entities))
-    reasoner = get_reasoner("llm", client=client(model, tmp_path))
-    r = ask(kg, "who directed [Quiz Game]", get_pruner("bm25"), reasoner, SearchConfig(depth=3), record=False)
+    plain = store.kg.relations
+    monkeypatch.setattr(store.kg, "relations", lambda entities: calls.append(list(entities)) or plain(entities))
+    reasoner = get_reasoner("llm", client=client(model, tmp_path))  # made without importing engine.agent first
+    r = ask(store, "who directed [Quiz Game]", get_pruner("bm25"), reasoner, SearchConfig(depth=3), record=False)
     assert r.result.answer.names == ["Rita Director"] and r.result.depth == 1
     assert len(calls) == 1  # around the topic
     calls.clear()
-    r = ask(kg, "who directed the films written by [Paul Author]", get_pruner("bm25"), reasoner,
+    r = ask(store, "who directed the films written by [Paul Author]", get_pruner("bm25"), reasoner,
             SearchConfig(depth=3), record=False)
     assert r.result.depth == 2 and len(calls) == 2  # around the topic, then around the depth-1 beam

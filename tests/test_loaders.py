@@ -30,22 +30,27 @@ from conftest import (
     write_nt,
 )
 
-from engine.backends.oxigraph import OxigraphGraph
+from engine.backends.oxigraph.sink import OxigraphNativeLoader
 from engine.errors import LoadError
 from engine.graph import Relation, name_key
 from loaders.load import load_file
 from loaders.triples import entity_iri, relation_iri
 
 
+def db(g):
+    """The database under an embedded store's roles."""
+    return g.sink.db
+
+
 def content(g) -> tuple[list[str], list[str]]:
     """Everything a load writes: the KG (default graph) and the name index."""
-    kg = sorted(str(q) for q in g.store.quads_for_pattern(None, None, None, ox.DefaultGraph()))
-    names = sorted(set(g.index.db.execute("SELECT key, entity FROM names").fetchall()))
+    kg = sorted(str(q) for q in db(g).store.quads_for_pattern(None, None, None, ox.DefaultGraph()))
+    names = sorted(set(db(g).index.db.execute("SELECT key, entity FROM names").fetchall()))
     return kg, names
 
 
 def has(g, s: str, p: str, o: ox.NamedNode | ox.Literal) -> bool:
-    return any(True for _ in g.store.quads_for_pattern(ox.NamedNode(s), ox.NamedNode(p), o, ox.DefaultGraph()))
+    return any(True for _ in db(g).store.quads_for_pattern(ox.NamedNode(s), ox.NamedNode(p), o, ox.DefaultGraph()))
 
 
 # ---------------------------------------------------------------------------
@@ -73,7 +78,7 @@ def test_nt_bad_line_is_reported_and_skipped(tmp_path):
     assert has(g, iri("a"), iri("p"), ox.NamedNode(iri("b")))
     assert has(g, iri("c"), iri("p"), ox.NamedNode(iri("d")))
     assert has(g, iri("d"), iri("q"), ox.Literal("x"))
-    assert g.search_entities(["alpha"])["alpha"][0].id == iri("a")
+    assert g.kg.search_entities(["alpha"])["alpha"][0].id == iri("a")
 
 
 def test_nt_bad_line_in_a_later_chunk_keeps_its_file_line_number(tmp_path):
@@ -109,13 +114,13 @@ def test_max_errors_exceeded_raises_load_error(tmp_path):
     f = write_nt(tmp_path / "bad.nt", GOOD_AROUND_BAD + ["also bad", "bad again"])
     g = open_graph(tmp_path / "store", create=True)
     with pytest.raises(LoadError) as e:
-        load_file(g, f, max_errors=2)
+        load_file(g.need_sink(), f, max_errors=2)
     msg = str(e.value)
     assert "more than 2 bad lines" in msg
     assert "--max-errors" in msg
     assert str(f) in msg
     # within the limit the same file loads
-    report = load_file(g, f, max_errors=3)
+    report = load_file(g.need_sink(), f, max_errors=3)
     assert report.skipped == 3
 
 
@@ -156,10 +161,10 @@ def test_pipe_delimited_file(tmp_path):
     assert g.stats()["names"] == len(entities)
     quiz = entity_iri("Quiz Game")
     assert has(g, quiz, relation_iri("directed_by"), ox.NamedNode(entity_iri("Rita Director")))
-    assert g.labels([quiz]) == {quiz: "Quiz Game"}
-    rels = g.relations([entity_iri("Paul Author")])[entity_iri("Paul Author")]
+    assert g.kg.labels([quiz]) == {quiz: "Quiz Game"}
+    rels = g.kg.relations([entity_iri("Paul Author")])[entity_iri("Paul Author")]
     assert rels == [Relation(relation_iri("written_by"), "in")]
-    assert [n.id for n in g.search_entities(["night harbor"])["night harbor"]] == [entity_iri("Night Harbor")]
+    assert [n.id for n in g.kg.search_entities(["night harbor"])["night harbor"]] == [entity_iri("Night Harbor")]
 
 
 def test_tsv_gives_the_same_store_as_pipes(tmp_path):
@@ -225,7 +230,7 @@ def test_turtle_bad_statement_recovers(tmp_path):
     assert has(g, iri("a"), iri("p"), ox.NamedNode(iri("b")))
     assert has(g, iri("c"), iri("p"), ox.NamedNode(iri("d")))
     assert not has(g, iri("b"), iri("p"), ox.NamedNode(iri("c")))
-    assert [n.id for n in g.search_entities(["delta"])["delta"]] == [iri("d")]
+    assert [n.id for n in g.kg.search_entities(["delta"])["delta"]] == [iri("d")]
 
 
 def test_rdf_xml_through_pyoxigraph(tmp_path):
@@ -245,7 +250,7 @@ def test_rdf_xml_through_pyoxigraph(tmp_path):
     assert report.triples == 3
     assert g.stats()["triples"] == 3
     assert has(g, iri("a"), iri("p"), ox.NamedNode(iri("b")))
-    assert [n.id for n in g.search_entities(["alpha node"])["alpha node"]] == [iri("a")]
+    assert [n.id for n in g.kg.search_entities(["alpha node"])["alpha node"]] == [iri("a")]
 
 
 def test_trix_through_rdflib(tmp_path):
@@ -267,8 +272,8 @@ def test_trix_through_rdflib(tmp_path):
     # named graphs of the source end up in the KG's default graph
     assert g.stats()["triples"] == 3
     assert has(g, iri("a"), iri("p"), ox.NamedNode(iri("b")))
-    assert g.labels([iri("b")]) == {iri("b"): "Beta"}
-    assert list(g.search_entities(["beta", "betta"])) == ["beta"]
+    assert g.kg.labels([iri("b")]) == {iri("b"): "Beta"}
+    assert list(g.kg.search_entities(["beta", "betta"])) == ["beta"]
 
 
 def test_unparseable_rdflib_file_is_a_load_error(tmp_path):
@@ -276,7 +281,7 @@ def test_unparseable_rdflib_file_is_a_load_error(tmp_path):
     f.write_text("<TriX><graph><triple>", encoding="utf-8")
     g = open_graph(tmp_path / "store", create=True)
     with pytest.raises(LoadError, match="trix"):
-        load_file(g, f)
+        load_file(g.need_sink(), f)
 
 
 def test_unknown_format_and_missing_file(tmp_path):
@@ -284,11 +289,11 @@ def test_unknown_format_and_missing_file(tmp_path):
     odd = tmp_path / "data.weird"
     odd.write_text("x\n")
     with pytest.raises(LoadError, match="--format"):
-        load_file(g, odd)
+        load_file(g.need_sink(), odd)
     with pytest.raises(LoadError, match="unknown format"):
-        load_file(g, odd, fmt="nope")
+        load_file(g.need_sink(), odd, fmt="nope")
     with pytest.raises(LoadError, match="no such file"):
-        load_file(g, tmp_path / "missing.nt")
+        load_file(g.need_sink(), tmp_path / "missing.nt")
 
 
 # ---------------------------------------------------------------------------
@@ -300,10 +305,10 @@ def test_loading_twice_adds_nothing(tmp_path, kind, kg_file):
     g, (first,) = load_into(tmp_path / "store", f)
     stats = g.stats()
     before = content(g)
-    again = load_file(g, f)
+    again = load_file(g.need_sink(), f)
     assert again.already_complete
     assert again.triples == first.triples
-    forced = load_file(g, f, force=True)
+    forced = load_file(g.need_sink(), f, force=True)
     assert not forced.already_complete
     assert forced.triples == first.triples
     assert g.stats() == stats
@@ -311,12 +316,12 @@ def test_loading_twice_adds_nothing(tmp_path, kind, kg_file):
     # and after reopening the store from disk
     close_graph(g)
     g2 = open_graph(tmp_path / "store")
-    assert load_file(g2, f).already_complete
+    assert load_file(g2.need_sink(), f).already_complete
     assert g2.stats() == stats
 
 
-def test_fixture_kg_counts(kg):
-    stats = kg.stats()
+def test_fixture_kg_counts(store):
+    stats = store.stats()
     assert stats["triples"] == KG_TRIPLES
     assert stats["runs"] == 0
 
@@ -348,7 +353,7 @@ def test_non_english_names_not_indexed_by_default(kg):
 
 def test_name_langs_option_indexes_other_languages(tmp_path, kg_file):
     g, _ = load_into(tmp_path / "store", kg_file, name_langs=("fr",))
-    found = g.search_entities([name_key("Château Rouge"), name_key("Quiz Game")])
+    found = g.kg.search_entities([name_key("Château Rouge"), name_key("Quiz Game")])
     assert [n.id for n in found["chateau rouge"]] == [fb("m.onlyfr")]
     # English was not asked for this time
     assert "quiz game" not in found
@@ -361,10 +366,10 @@ def test_custom_name_predicate(tmp_path):
         f"<{iri('z')}> <{iri('p')}> <{iri('y')}> .",
     ])
     g0, _ = load_into(tmp_path / "default", f)
-    assert g0.search_entities(["zora zed"]) == {}
+    assert g0.kg.search_entities(["zora zed"]) == {}
     g, _ = load_into(tmp_path / "store", f, name_predicates=(foaf,))
-    assert [n.id for n in g.search_entities(["zora zed"])["zora zed"]] == [iri("z")]
-    assert g.labels([iri("z")]) == {iri("z"): "Zora Zed"}
+    assert [n.id for n in g.kg.search_entities(["zora zed"])["zora zed"]] == [iri("z")]
+    assert g.kg.labels([iri("z")]) == {iri("z"): "Zora Zed"}
 
 
 # ---------------------------------------------------------------------------
@@ -448,7 +453,7 @@ def test_killed_load_resumes(tmp_path, tog):
     assert content(g) == expected
     assert g.stats() == {"triples": clean_report.triples, "names": clean_report.names, "runs": 0}
     # the checkpoint says complete now: a third run does nothing
-    report = load_file(g, f)
+    report = load_file(g.need_sink(), f)
     assert report.already_complete
     assert report.lines == total_lines
 
@@ -495,7 +500,7 @@ def test_tab_separated_ntriples_index_names(tmp_path):
                  f'<{fb("m.02")}>\t<{fb("film.film.written_by")}>\t<{fb("m.01")}>\t.\n', encoding="utf-8")
     g, (report,) = load_into(tmp_path / "store", f)
     assert report.names == 1
-    assert [n.id for n in g.search_entities(["paul attanasio"])["paul attanasio"]] == [fb("m.01")]
+    assert [n.id for n in g.kg.search_entities(["paul attanasio"])["paul attanasio"]] == [fb("m.01")]
 
 
 @pytest.mark.parametrize("segment_lines,chunk_bytes", [(1, 1024), (2, 1024), (3, 1024), (10**6, 1024)])
@@ -527,11 +532,11 @@ def test_blank_nodes_are_stable_so_reloading_adds_nothing(tmp_path, suffix, text
     g, _ = load_into(tmp_path / "store", f)
     once = content(g)
     assert len(once[0]) == 2
-    load_file(g, f, force=True)
+    load_file(g.need_sink(), f, force=True)
     assert content(g) == once
     # the two statements meet in one node
-    (node,) = {q.object for q in g.store.quads_for_pattern(ox.NamedNode("urn:a"), None, None, ox.DefaultGraph())}
-    assert any(True for _ in g.store.quads_for_pattern(node, ox.NamedNode("urn:q"), None, ox.DefaultGraph()))
+    (node,) = {q.object for q in db(g).store.quads_for_pattern(ox.NamedNode("urn:a"), None, None, ox.DefaultGraph())}
+    assert any(True for _ in db(g).store.quads_for_pattern(node, ox.NamedNode("urn:q"), None, ox.DefaultGraph()))
 
 
 def test_delimiter_is_guessed_once_per_file(tmp_path):
@@ -557,7 +562,7 @@ def test_names_found_before_and_after_the_stash_limit_are_all_indexed(tmp_path, 
     f = write_nt(tmp_path / "names.nt", lines)
     g, (report,) = load_into(tmp_path / "store", f, chunk_bytes=1024, segment_lines=250)
     assert report.names == 300
-    found = g.search_entities([f"name {i}" for i in range(300)])
+    found = g.kg.search_entities([f"name {i}" for i in range(300)])
     assert sorted(found) == sorted(f"name {i}" for i in range(300))
     assert found["name 7"][0].id == f"{EX}n/e7"
 
@@ -566,21 +571,21 @@ def test_a_plain_ntriples_file_loads_by_path_with_the_same_result_as_streaming(t
     """The native by-path load (whole file, names found in a thread) must
     give what the streaming path gives: triples, names, linking."""
     calls = []
-    real = OxigraphGraph.bulk_load_file
+    real = OxigraphNativeLoader.load_path
 
     def spy(self, path):
         calls.append(path)
         return real(self, path)
 
-    monkeypatch.setattr(OxigraphGraph, "bulk_load_file", spy)
+    monkeypatch.setattr(OxigraphNativeLoader, "load_path", spy)
     by_path, (r1,) = load_into(tmp_path / "a", kg_file)
     streamed, (r2,) = load_into(tmp_path / "b", kg_file, segment_lines=3)  # too small a segment: streaming
     assert calls == [kg_file]
     assert (r1.triples, r1.lines, r1.names, r1.skipped) == (r2.triples, r2.lines, r2.names, r2.skipped)
     assert by_path.stats() == streamed.stats()
     keys = ["paul author", "harbor lights", "quiz game"]
-    assert by_path.search_entities(keys) == streamed.search_entities(keys)
-    again = load_file(by_path, kg_file)  # checkpointed as complete
+    assert by_path.kg.search_entities(keys) == streamed.kg.search_entities(keys)
+    again = load_file(by_path.need_sink(), kg_file)  # checkpointed as complete
     assert again.already_complete and calls == [kg_file]
     by_path.close()
     streamed.close()
@@ -588,8 +593,8 @@ def test_a_plain_ntriples_file_loads_by_path_with_the_same_result_as_streaming(t
 
 def test_files_with_blank_nodes_or_bad_lines_leave_the_path_load(tmp_path, monkeypatch):
     calls = []
-    real = OxigraphGraph.bulk_load_file
-    monkeypatch.setattr(OxigraphGraph, "bulk_load_file", lambda self, p: (calls.append(p), real(self, p)))
+    real = OxigraphNativeLoader.load_path
+    monkeypatch.setattr(OxigraphNativeLoader, "load_path", lambda self, p: (calls.append(p), real(self, p)))
     blank = write_nt(tmp_path / "blank.nt", ['_:x <http://ex.org/p> <http://ex.org/o> .'])
     bad = write_nt(tmp_path / "bad.nt", ['<http://ex.org/s> <http://ex.org/p> <http://ex.org/o> .', 'oops',
                                           '<http://ex.org/s> <http://ex.org/p> "v" .'])

@@ -17,21 +17,21 @@ from conftest import (
     write_nt,
 )
 
-from engine.backends.oxigraph import OxigraphGraph
 from engine.errors import StoreError, UnknownRunError
 from engine.paths import Hop
 from engine.graph import KnowledgeGraph, PathRecord, Relation, RunInfo, name_key
 from engine.queries import render, sparql, sparql_values
+from engine.store import open_store
 
 
-def test_is_a_knowledge_graph(kg):
-    assert isinstance(kg, KnowledgeGraph)
-    assert "runs" in kg.capabilities
+def test_is_a_knowledge_graph(store):
+    assert isinstance(store.kg, KnowledgeGraph)
+    assert store.runs is not None and store.corrections is not None and store.sink is not None
 
 
 def test_missing_store_is_a_store_error(tmp_path):
     with pytest.raises(StoreError, match="tog load"):
-        OxigraphGraph(tmp_path / "nowhere")
+        open_store(tmp_path / "nowhere")
     assert not (tmp_path / "nowhere").exists()
 
 
@@ -47,7 +47,7 @@ def hub(tmp_path):
     lines += [f'<{iri(f"m{i}")}> <{RDFS_LABEL}> "Member {i}" .' for i in range(5)]
     lines += [f'<{iri("hub")}> <{RDFS_LABEL}> "The Hub" .']
     g, _ = load_into(tmp_path / "hub-store", write_nt(tmp_path / "hub.nt", lines))
-    return g
+    return g.kg
 
 
 def test_relations_are_distinct_per_predicate_and_direction(hub):
@@ -173,7 +173,7 @@ def test_search_entities_normalises_names(tmp_path):
         f'<{iri("twin1")}> <{RDFS_LABEL}> "Twin" .',
         f'<{iri("twin2")}> <{RDFS_LABEL}> "TWIN" .',
     ])
-    g, _ = load_into(tmp_path / "store", f)
+    g = load_into(tmp_path / "store", f)[0].kg
     for text in ("café déjà-vu!", "CAFE DEJA VU", "  Cafe, deja   vu ", "café déjà vu"):
         found = g.search_entities([name_key(text)])
         assert [(n.id, n.name) for n in found[name_key(text)]] == [(iri("cafe"), "Café Déjà-Vu!")], text
@@ -217,80 +217,80 @@ def _paths() -> list[PathRecord]:
     ]
 
 
-def test_run_round_trip(kg):
+def test_run_round_trip(store):
     info = RunInfo(id="r1", question="what year was [Quiz Game] released", started="2024-05-01T10:00:00Z",
                    method="tog-r", config={"width": 2, "pruner": "bm25"})
-    kg.start_run(info)
-    assert [(r.id, r.status) for r in kg.runs()] == [("r1", "running")]
-    kg.record_step("r1", _paths()[:1])
-    kg.record_step("r1", _paths()[1:])
+    store.runs.start(info)
+    assert [(r.id, r.status) for r in store.runs.list()] == [("r1", "running")]
+    store.runs.record_step("r1", _paths()[:1])
+    store.runs.record_step("r1", _paths()[1:])
     info.status, info.answer, info.stats, info.finished = "done", ["1994"], {"depth": 2}, "2024-05-01T10:00:05Z"
-    kg.finish_run(info)
+    store.runs.finish(info)
 
-    (listed,) = kg.runs()
+    (listed,) = store.runs.list()
     assert (listed.id, listed.status, listed.method, listed.answer, listed.finished) == (
         "r1", "done", "tog-r", ["1994"], "2024-05-01T10:00:05Z")
-    tree = kg.run("r1")
+    tree = store.runs.get("r1")
     assert tree.info.config == {"width": 2, "pruner": "bm25"}
     assert tree.info.stats == {"depth": 2}
     assert tree.info.question == info.question
     assert tree.paths == _paths()  # every field, literal ids and via included, in (depth, id) order
 
 
-def test_finish_run_twice_replaces_status(kg):
+def test_finish_run_twice_replaces_status(store):
     info = RunInfo(id="r2", question="q", started="2024-05-01T10:00:00Z")
-    kg.start_run(info)
+    store.runs.start(info)
     info.status = "failed"
-    kg.finish_run(info)
+    store.runs.finish(info)
     info.status, info.answer = "done", ["x"]
-    kg.finish_run(info)
-    tree = kg.run("r2")
+    store.runs.finish(info)
+    tree = store.runs.get("r2")
     assert (tree.info.status, tree.info.answer) == ("done", ["x"])
-    assert len(kg.runs()) == 1
+    assert len(store.runs.list()) == 1
 
 
-def test_kept_flag_can_change(kg):
-    kg.start_run(RunInfo(id="r3", question="q", started="2024-05-01T10:00:00Z"))
+def test_kept_flag_can_change(store):
+    store.runs.start(RunInfo(id="r3", question="q", started="2024-05-01T10:00:00Z"))
     p = PathRecord("p0", 0, iri("quiz"), "Quiz Game", kept=True)
-    kg.record_step("r3", [p])
+    store.runs.record_step("r3", [p])
     p.kept = False
-    kg.record_step("r3", [p])
-    (only,) = kg.run("r3").paths
+    store.runs.record_step("r3", [p])
+    (only,) = store.runs.get("r3").paths
     assert only.kept is False
 
 
-def test_unknown_run(kg):
+def test_unknown_run(store):
     with pytest.raises(UnknownRunError, match="nope"):
-        kg.run("nope")
+        store.runs.get("nope")
 
 
-def test_prune_runs_only_removes_older_runs(kg):
+def test_prune_runs_only_removes_older_runs(store):
     for rid, started in (("old", "2020-01-01T00:00:00Z"), ("mid", "2024-06-01T12:00:00Z"),
                          ("new", "2030-01-01T00:00:00Z")):
-        kg.start_run(RunInfo(id=rid, question=f"question {rid}", started=started))
-        kg.record_step(rid, _paths())
-    kg_triples = kg.stats()["triples"]
+        store.runs.start(RunInfo(id=rid, question=f"question {rid}", started=started))
+        store.runs.record_step(rid, _paths())
+    kg_triples = store.kg.stats()["triples"]
     assert kg_triples == KG_TRIPLES  # runs live outside the KG's default graph
-    assert kg.prune_runs("2024-06-01T12:00:00Z") == 1
-    assert [r.id for r in kg.runs()] == ["mid", "new"]
+    assert store.runs.prune("2024-06-01T12:00:00Z") == 1
+    assert [r.id for r in store.runs.list()] == ["mid", "new"]
     with pytest.raises(UnknownRunError):
-        kg.run("old")
-    assert len(kg.run("mid").paths) == len(_paths())
-    assert kg.prune_runs("2025-01-01T00:00:00Z") == 1
-    assert [r.id for r in kg.runs()] == ["new"]
-    assert kg.stats()["triples"] == kg_triples
-    assert kg.stats()["names"] > 0
+        store.runs.get("old")
+    assert len(store.runs.get("mid").paths) == len(_paths())
+    assert store.runs.prune("2025-01-01T00:00:00Z") == 1
+    assert [r.id for r in store.runs.list()] == ["new"]
+    assert store.kg.stats()["triples"] == kg_triples
+    assert store.kg.stats()["names"] > 0
     # the KG still answers
-    assert kg.labels([iri("quiz")]) == {iri("quiz"): "Quiz Game"}
+    assert store.kg.labels([iri("quiz")]) == {iri("quiz"): "Quiz Game"}
 
 
-def test_runs_survive_reopening(kg, store_path):
-    kg.start_run(RunInfo(id="keep", question="q", started="2024-05-01T10:00:00Z"))
-    kg.record_step("keep", _paths())
-    close_graph(kg)
+def test_runs_survive_reopening(store, store_path):
+    store.runs.start(RunInfo(id="keep", question="q", started="2024-05-01T10:00:00Z"))
+    store.runs.record_step("keep", _paths())
+    close_graph(store)
     g = open_graph(store_path)
-    assert [r.id for r in g.runs()] == ["keep"]
-    assert g.run("keep").paths == _paths()
+    assert [r.id for r in g.runs.list()] == ["keep"]
+    assert g.runs.get("keep").paths == _paths()
     assert g.stats()["runs"] == 1
 
 
@@ -301,6 +301,6 @@ def test_custom_name_predicate_is_never_offered(tmp_path):
         f"<{iri('z')}> <{iri('born_in')}> <{iri('y')}> .",
         f'<{iri("y")}> <{foaf}> "Yonder" .',
     ])
-    g, _ = load_into(tmp_path / "store", f, name_predicates=(foaf,))
+    g = load_into(tmp_path / "store", f, name_predicates=(foaf,))[0].kg
     assert g.labels([iri("z")]) == {iri("z"): "Zora Zed"}  # foaf:name is a name here
     assert g.relations([iri("z")])[iri("z")] == [Relation(iri("born_in"), "out")]

@@ -22,14 +22,14 @@ from engine.search import SearchConfig, search
 METHODS = ["tog", "tog-r"]
 
 
-def run(kg, question, topics=(), **config):
-    return ask(kg, question, get_pruner(config.pop("pruner", "bm25")), get_reasoner("offline"),
+def run(store, question, topics=(), **config):
+    return ask(store, question, get_pruner(config.pop("pruner", "bm25")), get_reasoner("offline"),
                SearchConfig(**config), topics)
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_two_hop_answer(kg, method):
-    r = run(kg, "who directed the films written by [Paul Author]", method=method)
+def test_two_hop_answer(store, method):
+    r = run(store, "who directed the films written by [Paul Author]", method=method)
     res = r.result
     assert set(res.answer.names) == {"Rita Director", "Mike Maker"}
     assert set(res.answer.ids) == {iri("rita"), iri("mike")}
@@ -45,44 +45,44 @@ def test_two_hop_answer(kg, method):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_judge_stops_at_depth_one_for_a_one_hop_question(kg, method):
-    r = run(kg, "who directed [Quiz Game]", method=method)
+def test_judge_stops_at_depth_one_for_a_one_hop_question(store, method):
+    r = run(store, "who directed [Quiz Game]", method=method)
     assert r.result.answer.names == ["Rita Director"]
     assert r.result.depth == 1
     assert len(r.result.rewards) == 1
     assert r.result.rewards[0] >= 0.9
-    tree = kg.run(r.run_id)
+    tree = store.runs.get(r.run_id)
     assert max(p.depth for p in tree.paths) == 1
 
 
-def test_judge_goes_deeper_for_a_two_hop_question(kg):
-    r = run(kg, "who directed the films written by [Paul Author]", depth=3)
+def test_judge_goes_deeper_for_a_two_hop_question(store):
+    r = run(store, "who directed the films written by [Paul Author]", depth=3)
     rewards = r.result.rewards
     assert len(rewards) == 2
     assert rewards[0] < 0.9 <= rewards[1]
     # a threshold of 0 accepts the first beam: the search stops at depth 1
-    r0 = run(kg, "who directed the films written by [Paul Author]", depth=3, threshold=0.0)
+    r0 = run(store, "who directed the films written by [Paul Author]", depth=3, threshold=0.0)
     assert r0.result.depth == 1
     assert set(r0.result.answer.names) == {"Quiz Game", "Night Harbor"}
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_literal_answer(kg, method):
-    r = run(kg, "what year was [Quiz Game] released", method=method)
+def test_literal_answer(store, method):
+    r = run(store, "what year was [Quiz Game] released", method=method)
     assert r.result.answer.names == ["1994"]
     (answer_id,) = r.result.answer.ids
     assert answer_id.startswith('"1994"^^')
-    tree = kg.run(r.run_id)
+    tree = store.runs.get(r.run_id)
     (node,) = [p for p in tree.paths if p.entity == answer_id]
     assert node.literal and node.kept and node.name == "1994"
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_topic_is_not_its_own_answer_when_the_chain_reaches_others(kg, method):
+def test_topic_is_not_its_own_answer_when_the_chain_reaches_others(store, method):
     # Quiz Game's screenplay is by Paul Author himself and Cora Writer: the
     # 2-hop path written-by (of) / screenplay-by leads back to the topic too.
-    r = run(kg, "who wrote the screenplay of the films written by [Paul Author]", method=method)
-    tree = kg.run(r.run_id)
+    r = run(store, "who wrote the screenplay of the films written by [Paul Author]", method=method)
+    tree = store.runs.get(r.run_id)
     assert [p for p in tree.paths if p.entity == iri("paul") and p.depth == 2]  # reached
     if method == "tog":  # the entities' names tell the chains apart
         assert r.result.answer.names == ["Cora Writer"]
@@ -105,15 +105,15 @@ def test_topic_is_not_its_own_answer_when_the_chain_reaches_others(kg, method):
 def test_paths_come_back_to_a_node_but_never_straight_back(tmp_path):
     """"Ann's husband's wife" is Ann: a path may return to a node it passed
     (through another edge), never by undoing its last step."""
-    kg, _ = load_into(tmp_path / "fam", write_nt(tmp_path / "fam.nt", [
+    store, _ = load_into(tmp_path / "fam", write_nt(tmp_path / "fam.nt", [
         f'<{iri("ann")}> <http://www.w3.org/2000/01/rdf-schema#label> "Ann Example" .',
         f'<{iri("bob")}> <http://www.w3.org/2000/01/rdf-schema#label> "Bob Example" .',
         f'<{iri("ann")}> <{iri("husband")}> <{iri("bob")}> .',
         f'<{iri("bob")}> <{iri("wife")}> <{iri("ann")}> .',
     ]))
-    r = run(kg, "who is the wife of the husband of [Ann Example]", pruner="hybrid")
+    r = run(store, "who is the wife of the husband of [Ann Example]", pruner="hybrid")
     assert r.result.answer.ids == [iri("ann")]
-    tree = kg.run(r.run_id)
+    tree = store.runs.get(r.run_id)
     by_id = {p.id: p for p in tree.paths}
     back = [p for p in tree.paths if p.entity == iri("ann") and p.depth > 0]
     assert back
@@ -123,14 +123,14 @@ def test_paths_come_back_to_a_node_but_never_straight_back(tmp_path):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_a_topic_answers_when_the_best_chain_reaches_nothing_else(kg, method):
+def test_a_topic_answers_when_the_best_chain_reaches_nothing_else(store, method):
     # the screenplay chain from one topic reaches only the other topic
-    r = run(kg, "who wrote the screenplay of the films written by them",
+    r = run(store, "who wrote the screenplay of the films written by them",
             topics=("Paul Author", "Cora Writer"), method=method)
     assert {t.id for t in r.topics} == {iri("paul"), iri("cora")}
     answer = r.result.answer
     assert answer.ids and set(answer.ids) <= {iri("paul"), iri("cora")}
-    tree = kg.run(r.run_id)
+    tree = store.runs.get(r.run_id)
     cited = [p for p in tree.paths if p.id in answer.path_ids]
     assert cited and {p.entity for p in cited} == set(answer.ids)
     assert all(p.relation == iri("screenplay_by") and p.direction == "out" for p in cited)
@@ -162,7 +162,7 @@ def test_width_bounds_the_beam(wide_kg, method, width):
     r = run(wide_kg, "who directed the films written by [Wanda Wide]", width=width, method=method)
     res = r.result
     assert 1 <= len(res.kept) <= width
-    tree = wide_kg.run(r.run_id)
+    tree = wide_kg.runs.get(r.run_id)
     kept = Counter(p.depth for p in tree.paths if p.kept and p.depth > 0)
     scored = Counter(p.depth for p in tree.paths if p.depth > 0)
     assert set(kept) == set(range(1, res.depth + 1))
@@ -174,12 +174,12 @@ def test_width_bounds_the_beam(wide_kg, method, width):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_depth_bounds_the_search(kg, method):
-    r = run(kg, "who directed the films written by [Paul Author]", depth=1, method=method)
+def test_depth_bounds_the_search(store, method):
+    r = run(store, "who directed the films written by [Paul Author]", depth=1, method=method)
     assert r.result.depth == 1
     assert r.result.answer.names
     assert set(r.result.answer.names) <= {"Quiz Game", "Night Harbor", "Springfield"}
-    assert max(p.depth for p in kg.run(r.run_id).paths) == 1
+    assert max(p.depth for p in store.runs.get(r.run_id).paths) == 1
 
 
 def test_search_config_is_validated():
@@ -190,10 +190,10 @@ def test_search_config_is_validated():
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_recorded_run_matches_the_search(kg, method):
-    r = run(kg, "who directed the films written by [Paul Author]", width=2, method=method)
+def test_recorded_run_matches_the_search(store, method):
+    r = run(store, "who directed the films written by [Paul Author]", width=2, method=method)
     res = r.result
-    tree = kg.run(r.run_id)
+    tree = store.runs.get(r.run_id)
     assert tree.info.status == "done"
     assert tree.info.method == method
     assert tree.info.answer == res.answer.names
@@ -237,19 +237,19 @@ def test_recorded_run_matches_the_search(kg, method):
         assert hops[::-1] == [(h.relation.id, h.relation.direction, h.node.id) for h in path.hops]
 
 
-def test_search_without_recording(kg):
+def test_search_without_recording(store):
     topic = Node(iri("quiz"), "Quiz Game")
-    res = search(kg, "who directed [Quiz Game]", [topic], get_pruner("bm25"), get_reasoner("offline"))
+    res = search(store.kg, "who directed [Quiz Game]", [topic], get_pruner("bm25"), get_reasoner("offline"))
     assert res.answer.names == ["Rita Director"]
-    assert kg.runs() == []
-    r = ask(kg, "who directed [Quiz Game]", get_pruner("bm25"), get_reasoner("offline"), record=False)
+    assert store.runs.list() == []
+    r = ask(store, "who directed [Quiz Game]", get_pruner("bm25"), get_reasoner("offline"), record=False)
     assert r.run_id is None
-    assert kg.runs() == []
+    assert store.runs.list() == []
 
 
-def test_same_seed_same_result_with_random_pruner(kg):
-    a = run(kg, "who directed the films written by [Paul Author]", pruner="random", seed=3)
-    b = run(kg, "who directed the films written by [Paul Author]", pruner="random", seed=3)
+def test_same_seed_same_result_with_random_pruner(store):
+    a = run(store, "who directed the films written by [Paul Author]", pruner="random", seed=3)
+    b = run(store, "who directed the films written by [Paul Author]", pruner="random", seed=3)
     assert a.result.answer.ids == b.result.answer.ids
     assert [p.verbalise() for p in a.result.kept] == [p.verbalise() for p in b.result.kept]
 
@@ -261,7 +261,7 @@ def test_topic_without_relations_gives_no_kg_answer(tmp_path):
     assert r.result.answer.names == []
     assert r.result.answer.from_kg is False
     assert r.result.depth == 0
-    assert g.run(r.run_id).info.status == "done"
+    assert g.runs.get(r.run_id).info.status == "done"
 
 
 def test_unknown_components_name_the_choices():
@@ -275,38 +275,38 @@ def test_unknown_components_name_the_choices():
         get_reasoner("nope")
 
 
-def test_no_relation_listing_after_the_last_depth(kg, monkeypatch):
+def test_no_relation_listing_after_the_last_depth(store, monkeypatch):
     """The search stops at depth D anyway: the relations around the last
     beam are never asked for."""
     calls = []
-    plain = kg.relations
-    monkeypatch.setattr(kg, "relations", lambda entities: calls.append(list(entities)) or plain(entities))
-    run(kg, "who directed the films written by [Paul Author]", depth=1)
+    plain = store.kg.relations
+    monkeypatch.setattr(store.kg, "relations", lambda entities: calls.append(list(entities)) or plain(entities))
+    run(store, "who directed the films written by [Paul Author]", depth=1)
     assert len(calls) == 1  # around the topic only
     calls.clear()
-    run(kg, "who directed the films written by [Paul Author]", depth=2, threshold=1.0)
+    run(store, "who directed the films written by [Paul Author]", depth=2, threshold=1.0)
     assert len(calls) == 2
 
 
-def test_a_topic_given_as_an_iri_is_not_searched_by_name(kg, monkeypatch):
+def test_a_topic_given_as_an_iri_is_not_searched_by_name(store, monkeypatch):
     searched = []
-    plain = kg.search_entities
-    monkeypatch.setattr(kg, "search_entities", lambda keys: searched.append(list(keys)) or plain(keys))
-    r = run(kg, "who directed [Quiz Game]", topics=(f"<{iri('quiz')}>",))
+    plain = store.kg.search_entities
+    monkeypatch.setattr(store.kg, "search_entities", lambda keys: searched.append(list(keys)) or plain(keys))
+    r = run(store, "who directed [Quiz Game]", topics=(f"<{iri('quiz')}>",))
     assert [t.name for t in r.topics] == ["Quiz Game"] and not searched
-    run(kg, "who directed it", topics=("Quiz Game",))
+    run(store, "who directed it", topics=("Quiz Game",))
     assert searched  # a name still goes through the name index
 
 
 @pytest.mark.parametrize("question,listings,depth", [("who directed [Quiz Game]", 1, 1),
                                                      ("who directed the films written by [Paul Author]", 3, 2)])
-def test_the_judge_looks_ahead_only_when_the_kept_paths_leave_words_unexplained(kg, monkeypatch, question,
+def test_the_judge_looks_ahead_only_when_the_kept_paths_leave_words_unexplained(store, monkeypatch, question,
                                                                                 listings, depth):
     """The relations around the kept paths are listed for the judge only when
     it reads them: "who directed X" is explained by directed_by alone, so the
     search stops at depth 1 after one listing (around the topic)."""
     calls = []
-    plain = kg.relations
-    monkeypatch.setattr(kg, "relations", lambda entities: calls.append(list(entities)) or plain(entities))
-    r = run(kg, question, depth=3)
+    plain = store.kg.relations
+    monkeypatch.setattr(store.kg, "relations", lambda entities: calls.append(list(entities)) or plain(entities))
+    r = run(store, question, depth=3)
     assert (len(calls), r.result.depth) == (listings, depth)

@@ -8,10 +8,21 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
+from typing import TypeVar
 
-import pyoxigraph as ox
+from engine.graph import (
+    CANDIDATE_WINDOW,
+    Candidate,
+    KnowledgeGraph,
+    Node,
+    Relation,
+    RelationPolicy,
+    is_literal,
+    literal_value,
+    local_name,
+)
 
-from engine.graph import Candidate, Node, Relation, local_name
+T = TypeVar("T")
 
 # A neighbour found by ``expand`` before selection: a Node, or None for an
 # entity that has no name (a Freebase CVT), to be looked through.
@@ -36,14 +47,8 @@ def sample_key(node_id: str) -> tuple[str, str]:
     neighbours than wanted: the SHA-1 of the IRI (of the lexical form for a
     literal, given as its N-Triples id), which a SPARQL endpoint computes
     as ``SHA1(STR(?x))`` and so can pick the same sample itself."""
-    text = _lexical(node_id) if node_id.startswith('"') else node_id
+    text = literal_value(node_id) if is_literal(node_id) else node_id
     return hashlib.sha1(text.encode("utf-8")).hexdigest(), node_id
-
-
-def _lexical(literal_id: str) -> str:
-    """The lexical form of a literal given in N-Triples form."""
-    quad = next(iter(ox.parse(f"<urn:x> <urn:x> {literal_id} .", ox.RdfFormat.N_TRIPLES)))
-    return quad.object.value
 
 
 def natural(path_id: str) -> tuple[int, str]:
@@ -52,7 +57,7 @@ def natural(path_id: str) -> tuple[int, str]:
     return (int(digits) if digits else 0, path_id)
 
 
-def chunks(items: Sequence, size: int) -> Iterable[Sequence]:
+def chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
     for i in range(0, len(items), size):
         yield items[i:i + size]
 
@@ -76,7 +81,7 @@ def select_candidates(
 ) -> list[Candidate]:
     """At most ``limit`` candidates per request (fewer for crowded ones, see
     ``crowd_cap``), the same on every backend: neighbours in ``sample_key``
-    order (four times the cap, leaving room for unnamed nodes), unnamed ones
+    order (CANDIDATE_WINDOW times the cap, leaving room for unnamed nodes), unnamed ones
     replaced by what ``look_through`` finds behind them. ``counts`` gives
     each pair's number of neighbours where ``found`` holds only a window."""
     candidates: list[Candidate] = []
@@ -86,7 +91,7 @@ def select_candidates(
         seen = found.get((source, rel), {})
         n = counts[(source, rel)] if counts and (source, rel) in counts else len(seen)
         cap = caps[(source, rel)] = crowd_cap(n, limit, over, size)
-        for xid in sorted(seen, key=sample_key)[: cap * 4]:
+        for xid in sorted(seen, key=sample_key)[: cap * CANDIDATE_WINDOW]:
             node = seen[xid]
             if node is None:
                 unnamed.append(((source, rel), xid))
@@ -105,7 +110,7 @@ def select_candidates(
 
 
 def look_through(
-    kg,
+    kg: KnowledgeGraph,
     unnamed: list[tuple[tuple[str, Relation], str]],
     limit: int,
     expand_named: Callable[[list[tuple[str, Relation]], int], dict[str, list[Candidate]]],
@@ -128,7 +133,15 @@ def look_through(
     return out
 
 
-def label_relations(kg, found: dict[str, list[Relation]], cache: dict[str, str | None]) -> None:
+def informative(found: Iterable[Relation], policy: RelationPolicy, name_predicates: Iterable[str]) -> list[Relation]:
+    """The relations of ``found`` that the search may offer (the policy
+    allows them and they carry no names), sorted."""
+    names = set(name_predicates)
+    return sorted((r for r in set(found) if policy.allows(r.id) and r.id not in names),
+                  key=lambda r: (r.id, r.direction))
+
+
+def label_relations(kg: KnowledgeGraph, found: dict[str, list[Relation]], cache: dict[str, str | None]) -> None:
     """Give the relations in ``found`` the names the KG has for them (a
     Wikidata subset names ``wdt:P19`` "place of birth"); one batched label
     lookup for the relations not seen before, remembered in ``cache``."""
@@ -139,33 +152,3 @@ def label_relations(kg, found: dict[str, list[Relation]], cache: dict[str, str |
             cache[rid] = names.get(rid)
     for e, rels in found.items():
         found[e] = [Relation(r.id, r.direction, cache.get(r.id), r.note) for r in rels]
-
-
-class ThreadMeter:
-    """``lookups`` and ``seconds`` (KG work) counted per thread, so questions
-    answered in parallel (``tog eval --concurrency``) each see their own."""
-
-    @property
-    def _meter(self):
-        meter = self.__dict__.get("_tog_meter")
-        if meter is None:
-            import threading
-
-            meter = self.__dict__.setdefault("_tog_meter", threading.local())
-        return meter
-
-    @property
-    def lookups(self) -> int:
-        return getattr(self._meter, "lookups", 0)
-
-    @lookups.setter
-    def lookups(self, value: int) -> None:
-        self._meter.lookups = value
-
-    @property
-    def seconds(self) -> float:
-        return getattr(self._meter, "seconds", 0.0)
-
-    @seconds.setter
-    def seconds(self, value: float) -> None:
-        self._meter.seconds = value

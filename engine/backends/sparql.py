@@ -14,9 +14,9 @@ fresh connection. Results come as XML, read by pyoxigraph (Virtuoso 7.2
 writes JSON results about 5x slower: 23 against 4 ms for 460 rows). The
 queries' comment lines are dropped before sending: with them, one relation
 listing took Virtuoso 80 ms instead of 1.5 ms. The endpoint is read-only for tog:
-runs (and their feedback) live in a local embedded store, by default
-``.tog/sparql-runs/<host>-<port>`` (``TOG_SPARQL_RUNS``). Corrections need a
-writable store and are refused here.
+the store composes this read role with the run log of a local embedded
+store, by default ``.tog/sparql-runs/<host>-<port>`` (``TOG_SPARQL_RUNS``);
+it has no sink and no correction log.
 
 On Virtuoso the main queries are prepared: the entities and relations
 they name travel as HTTP parameters (``prepared_slot``), not in the text,
@@ -35,8 +35,7 @@ pass topic entities (``--topic``, or ToG's question files, whose mids are
 used as they are).
 
 Terms reach query text only through pyoxigraph's serialisation (the one
-escaping function of the embedded store); a SPARQL endpoint takes no
-parameters, so this is how values travel.
+escaping function of the embedded store), or, prepared, as HTTP parameters.
 """
 
 from __future__ import annotations
@@ -56,6 +55,8 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
+from engine.backends import SPARQL_SCHEMES as SCHEMES
+from engine.backends import is_sparql_uri
 from engine.backends.common import (
     Found,
     chunks,
@@ -64,12 +65,25 @@ from engine.backends.common import (
     sample_key,
     select_candidates,
 )
-from engine.backends.oxigraph import BATCH, OxigraphGraph, literal_from_id
+from engine.backends.sparql_reads import SparqlReads, node_id
 from engine.errors import StoreError
-from engine.graph import DEFAULT_POLICY, Candidate, Node, Relation, RelationPolicy, local_name, name_key
+from engine.graph import (
+    CANDIDATE_WINDOW,
+    DEFAULT_NAME_PREDICATES,
+    DEFAULT_POLICY,
+    Candidate,
+    Node,
+    Relation,
+    RelationPolicy,
+    is_literal,
+    literal_value,
+    local_name,
+    name_key,
+)
 from engine.queries import render, sparql, sparql_values
+from engine.store import Store
 
-SCHEMES = ("sparql+http", "sparql+https")
+__all__ = ["SCHEMES", "SparqlGraph", "is_sparql_uri", "open_sparql", "prepared_slot"]
 PAGE_PAIRS = 40  # (entity, relation) pairs per page request
 WHOLE = 10 ** 9  # the page size that asks for a pair whole
 AHEAD_MAX = 1_000  # topics whose relations wait for the search
@@ -133,15 +147,11 @@ def _slot_of(row, var: str, slots: int) -> int:
     return n
 
 
-def is_sparql_uri(spec: str) -> bool:
-    return spec.split("://", 1)[0].lower() in SCHEMES if "://" in spec else False
-
-
 def _paged(xid: str) -> bool:
     """Whether the endpoint orders this neighbour by its SHA-1 (an IRI in
     printable ASCII, as ``tails_page_*.rq`` tells them apart); the others
     come first in a page, unordered, and the client orders them."""
-    return not xid.startswith('"') and xid.isascii() and xid.isprintable() and " " not in xid
+    return not is_literal(xid) and xid.isascii() and xid.isprintable() and " " not in xid
 
 
 class _Row(dict):
@@ -165,15 +175,40 @@ def _read_results(data: bytes, fmt: ox.QueryResultsFormat = ox.QueryResultsForma
         raise StoreError(f"the endpoint's answer is not {fmt.name} ({e})") from None
 
 
-class SparqlGraph(OxigraphGraph):
-    """``KnowledgeGraph`` over a remote SPARQL endpoint; runs kept locally."""
+def open_sparql(spec: str, *, runs: str | Path | None = None, policy: RelationPolicy = DEFAULT_POLICY,
+                timeout: float = 60.0, retries: int = 2, prepared: bool | None = None) -> Store:
+    """The endpoint of a ``sparql+http(s)://`` spec as a store: reads from the
+    endpoint, runs in a local embedded store (``runs``, else
+    ``TOG_SPARQL_RUNS``, else ``.tog/sparql-runs/HOST-PORT-HASH``); no sink
+    and no corrections. :class:`StoreError` when the endpoint does not answer."""
+    from engine.backends.oxigraph import Database, OxigraphRunLog
 
-    capabilities = frozenset({"runs"})
+    kg = SparqlGraph(spec, policy=policy, timeout=timeout, retries=retries, prepared=prepared)
+    parts = urllib.parse.urlsplit(spec)
+    where = Path(runs or os.environ.get("TOG_SPARQL_RUNS") or (
+        Path(".tog") / "sparql-runs" / f"{parts.hostname}-{parts.port or 80}-"
+                                       f"{hashlib.sha1(spec.encode()).hexdigest()[:6]}"))
+    try:
+        where.parent.mkdir(parents=True, exist_ok=True)
+        local = Database(where, create=True)
+    except (OSError, StoreError) as e:
+        kg.close()
+        raise StoreError(f"cannot keep the runs of {kg.endpoint} in {where}: {e}") from None
+    read_only = f"the SPARQL endpoint {kg.endpoint} is read-only for tog"
+    return Store(kg.endpoint, kg, OxigraphRunLog(local), None, None,
+                 absent={"sink": f"{read_only}; load it with its own tools",
+                         "corrections": f"{read_only}: it cannot record corrections"},
+                 closers=[local.close, kg.close])
 
-    def __init__(self, spec: str, *, runs: str | Path | None = None, policy: RelationPolicy = DEFAULT_POLICY,
+
+class SparqlGraph(SparqlReads):
+    """``KnowledgeGraph`` over a remote SPARQL endpoint."""
+
+    def __init__(self, spec: str, *, policy: RelationPolicy = DEFAULT_POLICY,
                  timeout: float = 60.0, retries: int = 2, prepared: bool | None = None) -> None:
         """``prepared``: send prepared queries (Virtuoso only); by default,
         when the endpoint is a Virtuoso that runs them (checked once)."""
+        super().__init__(policy)
         parts = urllib.parse.urlsplit(spec)
         scheme = parts.scheme.split("+", 1)[1]
         query = urllib.parse.parse_qs(parts.query)
@@ -184,19 +219,18 @@ class SparqlGraph(OxigraphGraph):
         self._fresh = scheme in urllib.request.getproxies() and not urllib.request.proxy_bypass(parts.hostname or "")
         self._local = threading.local()  # each thread's kept connection
         self._server = ""  # the endpoint's Server header
-        where = runs or os.environ.get("TOG_SPARQL_RUNS") or (
-            Path(".tog") / "sparql-runs" / f"{parts.hostname}-{parts.port or 80}-"
-                                           f"{hashlib.sha1(spec.encode()).hexdigest()[:6]}")
-        super().__init__(where, create=True, policy=policy)
         self._ahead: dict[str, list[Relation]] = {}  # relations fetched with topic names
         self._texts: dict[tuple[str, int], str] = {}  # prepared query texts by (kind, slots)
         self._used_names: list[tuple[ox.NamedNode]] | None = None
         try:
             self._remote("ASK { }")
         except StoreError as e:
-            super().close()
             raise StoreError(f"cannot reach the SPARQL endpoint at {self.endpoint}: {e}") from None
         self.prepared = self._runs_prepared() if prepared is None else prepared
+
+    @property
+    def name_predicates(self) -> tuple[str, ...]:
+        return DEFAULT_NAME_PREDICATES
 
     def _runs_prepared(self) -> bool:
         """Whether the endpoint is a Virtuoso that reads slots: one probe."""
@@ -255,7 +289,7 @@ class SparqlGraph(OxigraphGraph):
         connection = getattr(self._local, "connection", None)
         if connection is None:
             kind = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
-            connection = kind(self._parts.hostname, self._parts.port, timeout=self.timeout)
+            connection = kind(self._parts.hostname or "", self._parts.port, timeout=self.timeout)
             connection.connect()
             connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._local.connection = connection
@@ -280,15 +314,14 @@ class SparqlGraph(OxigraphGraph):
         if connection is not None:
             connection.close()
 
-    def _kg_query(self, text: str, params: Sequence[tuple[str, str]] = ()):
+    def _select(self, text: str, params: Sequence[tuple[str, str]] = ()):
         started = time.perf_counter()
         try:
             data = self._remote(text, params)
         except StoreError as e:
             raise StoreError(f"SPARQL endpoint {self.endpoint}: {e}") from None
         finally:
-            self.lookups += 1
-            self.seconds += time.perf_counter() - started
+            self.meter.add(time.perf_counter() - started)
         return data
 
     # -- what differs from the embedded store ---------------------------------
@@ -300,15 +333,15 @@ class SparqlGraph(OxigraphGraph):
         except ValueError:
             return False
         if self.prepared:
-            return bool(self._kg_query(render("prepared_ask_entity", e=prepared_slot(0)), [("tog0", entity)]))
-        return bool(self._kg_query(render("ask_entity", entity=sparql_values([(node,)]))))
+            return bool(self._select(render("prepared_ask_entity", e=prepared_slot(0)), [("tog0", entity)]))
+        return bool(self._select(render("ask_entity", entity=sparql_values([(node,)]))))
 
     def _name_terms(self) -> list[tuple[ox.NamedNode]]:
         """The name predicates the endpoint uses (asked once): every name
         lookup is cheaper without the others."""
         if self._used_names is None:
             terms = super()._name_terms()
-            used = {r["np"].value for r in self._kg_query(render("name_predicates", names=sparql_values(terms)))}
+            used = {r["np"].value for r in self._select(render("name_predicates", names=sparql_values(terms)))}
             self._used_names = [t for t in terms if t[0].value in used] or terms
         return self._used_names
 
@@ -316,14 +349,14 @@ class SparqlGraph(OxigraphGraph):
         """Names of topic entities (``linking.resolve``); the same request
         lists the relations around them, kept for the search's first
         ``relations`` call, which then costs no round trip."""
-        iris = [i for i in dict.fromkeys(ids) if not i.startswith('"')]
+        iris = [i for i in dict.fromkeys(ids) if not is_literal(i)]
         if not iris:
             return self.labels(ids)
         if self._prepare(iris):
             rows = self._slot_rows("topics", iris)
         else:
             entities = sparql_values([(ox.NamedNode(i),) for i in iris])
-            rows = self._kg_query(render("topics", entities=entities, names=sparql_values(self._name_terms())))
+            rows = self._select(render("topics", entities=entities, names=sparql_values(self._name_terms())))
         name_rows = [(r["e"].value, r["np"].value, r["name"]) for r in rows if r["name"] is not None]
         around = self._relations_from((r for r in rows if r["po"] is not None or r["pi"] is not None), iris)
         if len(self._ahead) > AHEAD_MAX:  # topics of questions that never got to search
@@ -334,17 +367,17 @@ class SparqlGraph(OxigraphGraph):
     def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
         ahead = {e: self._ahead.pop(e, None) for e in dict.fromkeys(entities)}
         if entities and all(rels is not None for rels in ahead.values()):
-            return {e: list(rels) for e, rels in ahead.items()}
-        iris = [e for e in dict.fromkeys(entities) if not e.startswith('"')]
+            return {e: list(rels or ()) for e, rels in ahead.items()}
+        iris = [e for e in dict.fromkeys(entities) if not is_literal(e)]
         if not self._prepare(iris):
             return super().relations(entities)
         return self._relations_from(self._slot_rows("relations", iris), entities)
 
     def labels(self, ids: Sequence[str]) -> dict[str, str]:
-        iris = [i for i in dict.fromkeys(ids) if not i.startswith('"')]
+        iris = [i for i in dict.fromkeys(ids) if not is_literal(i)]
         if not self._prepare(iris):
             return super().labels(ids)
-        out = {i: literal_from_id(i).value for i in ids if i.startswith('"')}
+        out = {i: literal_value(i) for i in ids if is_literal(i)}
         out.update(self._pick_names((r["e"].value, r["np"].value, r["name"]) for r in self._slot_rows("labels", iris)))
         return out
 
@@ -362,7 +395,7 @@ class SparqlGraph(OxigraphGraph):
         slots = _slots(len(iris))
         params = [(f"tog{n}", iris[n] if n < len(iris) else PAD) for n in range(slots)]
         out = []
-        for row in self._kg_query(self._prepared_text(kind, slots), params):
+        for row in self._select(self._prepared_text(kind, slots), params):
             n = _slot_of(row, "k", slots)
             if n < len(iris):  # an unused slot's IRI is in no store
                 row["e"] = ox.NamedNode(iris[n])
@@ -375,7 +408,7 @@ class SparqlGraph(OxigraphGraph):
         slots = _slots(len(requests))
         params = [p for n in range(slots) for p in _pair_params(n, requests[n] if n < len(requests) else None)]
         out = []
-        for row in self._kg_query(self._prepared_text("named_out", slots), params):
+        for row in self._select(self._prepared_text("named_out", slots), params):
             n = _slot_of(row, "k", slots)
             if n < len(requests):
                 row["e"], row["p"] = ox.NamedNode(requests[n][0]), ox.NamedNode(requests[n][1].id)
@@ -420,7 +453,7 @@ class SparqlGraph(OxigraphGraph):
                 rows += [(ox.Literal(form, language="en"),), (ox.Literal(form),)]
         text = render("names_lookup", names=sparql_values(rows), predicates=sparql_values(self._name_terms()))
         found: dict[str, list[str]] = {}
-        for r in self._kg_query(text):
+        for r in self._select(text):
             key = name_key(r["name"].value)
             if key in keys and r["e"].value not in found.setdefault(key, []):
                 found[key].append(r["e"].value)
@@ -437,7 +470,7 @@ class SparqlGraph(OxigraphGraph):
         never leave the server. With ToG's rule for crowded relations
         (``over``), the first page holds ``over`` neighbours: enough to tell
         whether the pair is crowded."""
-        pairs = list(dict.fromkeys((e, r) for e, r in requests if not e.startswith('"')))
+        pairs = list(dict.fromkeys((e, r) for e, r in requests if not is_literal(e)))
         first = max(over - 1, 1) if over else limit
         seen: dict[tuple[str, Relation], dict[str, ox.NamedNode | ox.Literal]] = {p: {} for p in pairs}
         counts: dict[tuple[str, Relation], int] = {}  # neighbours (at least) per pair
@@ -450,12 +483,12 @@ class SparqlGraph(OxigraphGraph):
             got: dict[tuple[str, Relation], dict] = defaultdict(dict)
             for part in chunks(list(todo), PREPARED_MAX if self.prepared else PAGE_PAIRS):
                 text, params, slot_pairs = self._page_query(part, todo)
-                for row in self._kg_query(text, params):
+                for row in self._select(text, params):
                     pair = slot_pairs[_slot_of(row, "i", len(slot_pairs))]
                     if pair is None:
                         continue  # an unused slot (its IRI is in no store)
                     x = row["x"]
-                    xid = str(x) if isinstance(x, ox.Literal) else x.value
+                    xid = node_id(x)
                     got[pair][xid] = x
                     if row["name"] is not None:
                         name_rows.append((xid, row["np"].value, row["name"]))
@@ -478,16 +511,17 @@ class SparqlGraph(OxigraphGraph):
                     unordered[pair] = len(rows) - len(ordered)  # they come first: all are here
                 # named neighbours known to come before every one not fetched yet
                 edge = sample_key(ordered[-1])
-                named = sum(1 for x in seen[pair] if (x.startswith('"') or x in names) and sample_key(x) < edge)
+                named = sum(1 for x in seen[pair] if (is_literal(x) or x in names) and sample_key(x) < edge)
                 fetched = offset + page - unordered[pair]  # ordered ones so far
-                if named < caps[pair] and fetched < 4 * caps[pair]:
-                    following[pair] = (offset + page, 4 * caps[pair] - fetched)
+                window = CANDIDATE_WINDOW * caps[pair]
+                if named < caps[pair] and fetched < window:
+                    following[pair] = (offset + page, window - fetched)
             todo = following
         found: Found = {}
         for key, terms in seen.items():
             found[key] = {}
             named = 0
-            for xid in sorted(terms, key=sample_key)[: 4 * caps[key]]:
+            for xid in sorted(terms, key=sample_key)[: CANDIDATE_WINDOW * caps[key]]:
                 if named >= caps[key]:
                     break  # what follows would be cut by select_candidates
                 term = terms[xid]
@@ -504,14 +538,17 @@ class SparqlGraph(OxigraphGraph):
                                  lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named),
                                  over=over, size=size, counts=counts)
 
-    def _page_query(self, part: list[tuple[str, Relation]], pages: dict):
+    def _page_query(self, part: Sequence[tuple[str, Relation]], pages: dict
+                    ) -> tuple[str, list[tuple[str, str]], Sequence[tuple[str, Relation] | None]]:
         """One request for a page (offset, size) of each pair in ``part``:
         (text, HTTP parameters, the pair of each ``?i``, None for an unused
         slot). One row more than the size shows whether the pair goes on.
         Prepared, the pairs go out-pairs first, each direction in a power of
         two of slots, unused ones paged like the last pair before them."""
         names = sparql_values(self._name_terms())
-        blocks, params, slot_pairs = [], [], []
+        blocks: list[str] = []
+        params: list[tuple[str, str]] = []
+        slot_pairs: list[tuple[str, Relation] | None] = []
         if not self.prepared:
             for i, (e, r) in enumerate(part):
                 offset, size = pages[(e, r)]
@@ -521,7 +558,7 @@ class SparqlGraph(OxigraphGraph):
                 else:
                     blocks.append(render(f"tails_page_{r.direction}", pair=sparql_values([row]),
                                          limit=size + 1, offset=offset))
-            return render("tails_page", pages="\n  UNION\n  ".join(blocks), names=names), (), part
+            return render("tails_page", pages="\n  UNION\n  ".join(blocks), names=names), [], part
         for direction in ("out", "in"):
             group = [pair for pair in part if pair[1].direction == direction]
             for j in range(_slots(len(group)) if group else 0):
@@ -530,25 +567,16 @@ class SparqlGraph(OxigraphGraph):
                 i = len(slot_pairs)
                 slot_pairs.append(pair)
                 params += _pair_params(i, pair)
-                slot = {"e": prepared_slot(2 * i), "p": prepared_slot(2 * i + 1), "i": i}
+                e, p = prepared_slot(2 * i), prepared_slot(2 * i + 1)
                 if offset + size + 1 > SORTED_MAX:
-                    blocks.append(render(f"prepared_tails_whole_{direction}", **slot))
+                    blocks.append(render(f"prepared_tails_whole_{direction}", e=e, p=p, i=i))
                 else:
-                    blocks.append(render(f"prepared_tails_page_{direction}", **slot, limit=size + 1, offset=offset))
+                    blocks.append(render(f"prepared_tails_page_{direction}", e=e, p=p, i=i, limit=size + 1,
+                                         offset=offset))
         return render("tails_page", pages="\n  UNION\n  ".join(blocks), names=names), params, slot_pairs
 
     def close(self) -> None:
         self._hang_up()
-        super().close()
 
     def stats(self) -> dict:
-        return {"endpoint": self.endpoint, "triples": int(self._kg_query(sparql("count"))[0]["n"].value),
-                "runs": len(self.runs())}
-
-    def set_name_predicates(self, predicates: Sequence[str]) -> None:
-        raise StoreError(f"the SPARQL endpoint {self.endpoint} is read-only for tog; load it with its own tools")
-
-    def bulk_load_ntriples(self, data, fmt=None) -> None:
-        self.set_name_predicates(())
-
-    bulk_extend = bulk_load_ntriples
+        return {"endpoint": self.endpoint, "triples": int(self._select(sparql("count"))[0]["n"].value)}

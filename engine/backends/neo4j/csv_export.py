@@ -7,7 +7,7 @@ artifacts is far faster: it writes the store files directly, with the
 server stopped.  :class:`Neo4jCsvExport` takes the place of a backend for
 ``loaders.load.load_file`` (same parsing, bad-line counting and names) and
 writes the nodes and relationships of the Neo4j data model (see
-``engine.backends.neo4j``) as CSV files, plus ``import.args``, the import
+``engine/backends/neo4j/__init__.py``) as CSV files, plus ``import.args``, the import
 tool's arguments.  ``launcher/neo4j-server import DIR`` runs the tool.
 
 The database that results is the one an online load builds: entities with
@@ -24,14 +24,16 @@ is started again from the beginning.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pyoxigraph as ox
 
-from engine.backends.neo4j import PendingWrites, _HashSet, split_quads
+from engine.backends.neo4j.sink import PendingWrites, _HashSet, split_quads
 from engine.errors import StoreError
 from engine.graph import DEFAULT_NAME_PREDICATES
+from engine.store import LoadCheckpoint
 
 ARGS_FILE = "import.args"
 FILES = {  # file -> (import option, header)
@@ -61,9 +63,8 @@ def _line(*values) -> str:
 
 
 class Neo4jCsvExport(PendingWrites):
-    """Writes the CSV files of an offline Neo4j import into ``folder``."""
+    """``BulkSink`` that writes the CSV files of an offline Neo4j import into ``folder``."""
 
-    capabilities: frozenset[str] = frozenset()
     chunk_bytes = 16 << 20
 
     def __init__(self, folder: str | Path) -> None:
@@ -78,7 +79,7 @@ class Neo4jCsvExport(PendingWrites):
         self._entities: dict[str, tuple[int, str] | None] = {}
         self._values: dict[str, list] = {}
         self._name_keys: dict[tuple[str, str], str] = {}
-        self._loads: dict[str, dict] = {}
+        self._loads: dict[str, LoadCheckpoint] = {}
         self._pending: list[ox.Quad] = []
         self._pending_names: list[tuple[str, str, str]] = []
         self._seen = _HashSet()
@@ -88,35 +89,32 @@ class Neo4jCsvExport(PendingWrites):
         self._value_edges.write(FILES["value-edges.csv"][1] + "\n")
         self.relationships = 0
 
-    # -- the loader's side (see Neo4jGraph) -----------------------------------
+    # -- the loader's side (see engine.store.BulkSink) -------------------------
     @property
     def name_predicates(self) -> tuple[str, ...]:
         return tuple(self._predicates) or DEFAULT_NAME_PREDICATES
 
-    def set_name_predicates(self, predicates: Sequence[str]) -> None:
-        self._predicates = list(dict.fromkeys([*self._predicates, *predicates]))
+    def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False) -> LoadCheckpoint:
+        self._predicates = list(dict.fromkeys([*self._predicates, *name_predicates]))
+        if force:
+            self._loads.pop(source, None)
+        return self._loads.get(source, LoadCheckpoint())
 
-    def checkpoint(self, source: str) -> dict:
-        return dict(self._loads.get(source, {}))
-
-    def forget_load(self, source: str) -> None:
-        self._loads.pop(source, None)
-
-    def begin_bulk(self) -> None:
+    def begin(self) -> None:
         pass
 
-    def end_bulk(self, commit: bool = True) -> None:
+    def end(self) -> None:
         self._pending.clear()
         self._pending_names.clear()
 
-    def bulk_extend(self, quads: Iterable[ox.Quad]) -> None:
+    def write(self, quads: Iterable[ox.Quad]) -> None:
         self._pending.extend(quads)
         if len(self._pending) >= 200_000:
             self._flush()
 
-    def set_checkpoint(self, source: str, **values) -> None:
+    def commit(self, source: str, checkpoint: LoadCheckpoint) -> None:
         self._flush()
-        self._loads[source] = values
+        self._loads[source] = replace(checkpoint)
 
     def _flush(self) -> None:
         quads, self._pending = self._pending, []
@@ -160,8 +158,7 @@ class Neo4jCsvExport(PendingWrites):
         with open(self.folder / "loads.csv", "w", encoding="utf-8", newline="") as f:
             f.write(FILES["loads.csv"][1] + "\n")
             for source, v in self._loads.items():
-                f.write(_line(source, v.get("path"), v.get("lines", 0), v.get("triples", 0), v.get("skipped", 0),
-                              v.get("names", 0), bool(v.get("complete"))))
+                f.write(_line(source, v.path, v.lines, v.triples, v.skipped, v.names, v.complete))
         with open(self.folder / "settings.csv", "w", encoding="utf-8", newline="") as f:
             f.write(FILES["settings.csv"][1] + "\n")
             f.write(_line("name_predicates", json.dumps(list(self.name_predicates))))

@@ -1,0 +1,70 @@
+"""The Neo4j backend's correction log.
+
+A correction's fact changes and its ``(:TogCorrection)`` record are written
+in one transaction; added relationships carry its id (``tog_correction``)
+and the record links ``ABOUT`` the entities it changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.backends.neo4j.session import Neo4jSession
+from engine.backends.neo4j.sink import literal_parts
+from engine.graph import Correction, Fact, is_literal, literal_term
+from engine.queries import cypher
+
+
+class Neo4jCorrections:
+    """``CorrectionLog`` in a Neo4j database."""
+
+    def __init__(self, session: Neo4jSession) -> None:
+        self.session = session
+
+    def has_fact(self, fact: Fact) -> bool:
+        s, r, o = fact
+        rows = self.session.run("fact_exists", s=s, r=r, o=o, literal=is_literal(o))
+        return bool(rows and rows[0]["found"])
+
+    @staticmethod
+    def _change(tx, correction_id: str | None, remove: Sequence[Fact], add: Sequence[Fact]) -> None:
+        for s, r, o in remove:
+            tx.run(cypher("fact_remove"), s=s, r=r, o=o).consume()
+        for s, r, o in add:
+            if is_literal(o):
+                _, value, datatype, lang = literal_parts(literal_term(o))
+                tx.run(cypher("fact_add_value"), s=s, r=r, o=o, value=value, datatype=datatype, lang=lang,
+                       correction=correction_id).consume()
+            else:
+                tx.run(cypher("fact_add_entity"), s=s, r=r, o=o, correction=correction_id).consume()
+
+    @staticmethod
+    def _save(tx, c: Correction) -> None:
+        subjects = sorted({f[0] for f in c.removed + c.added + c.kept})
+        tx.run(cypher("correction_save"), id=c.id, created=c.created, reason=c.reason, run=c.run, status=c.status,
+               reverted=c.reverted, record=c.to_json(), subjects=subjects).consume()
+
+    def apply(self, c: Correction) -> Correction:
+        c.kept = [f for f in c.added if self.has_fact(f)]
+        c.added = [f for f in c.added if f not in c.kept]
+        c.status = "active"
+
+        def work(tx) -> None:
+            self._change(tx, c.id, c.removed, c.added)
+            self._save(tx, c)
+
+        self.session.write_tx(work)
+        return c
+
+    def list(self) -> list[Correction]:
+        return [Correction.from_json(r["record"]) for r in self.session.run("corrections_list")]
+
+    def revert(self, c: Correction, when: str) -> Correction:
+        c.status, c.reverted = "reverted", when
+
+        def work(tx) -> None:
+            self._change(tx, None, c.added, c.removed)  # restored facts carry no correction mark
+            self._save(tx, c)
+
+        self.session.write_tx(work)
+        return c

@@ -1,0 +1,173 @@
+"""The Neo4j backend's run log, and the commands that draw a run in Neo4j Browser.
+
+Runs: ``(:TogRun)-[:ROOT]->(:TogPath)``, ``(:TogPath)-[:PARENT]->(:TogPath)``,
+``(:TogPath)-[:AT]->(:Entity|Value)``; path nodes also carry a ``Kept`` or
+``Pruned`` label for Browser's style sheet.  A run whose end could not be
+written because the connection dropped waits in a local journal and is
+marked failed the next time any ``tog`` command connects to that database.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from engine.backends.common import natural
+from engine.backends.neo4j.session import Neo4jSession
+from engine.errors import StoreError, UnknownRunError
+from engine.graph import PathRecord, RunInfo, RunTree, utc_now
+from engine.queries import cypher
+
+
+def _no_run(run_id: str) -> UnknownRunError:
+    return UnknownRunError(f"no run {run_id!r} in this store (see `tog runs list`)")
+
+
+def _run_info(r: dict, full: bool = False) -> RunInfo:
+    return RunInfo(
+        id=r["id"], question=r["question"], started=r["started"], status=r["status"], method=r["method"],
+        config=json.loads(r["config"]) if full and r.get("config") else {},
+        answer=json.loads(r["answer"]) if r.get("answer") else [],
+        stats=json.loads(r["stats"]) if full and r.get("stats") else {},
+        finished=r.get("finished"),
+        feedback=sorted((json.loads(f) for f in r.get("feedback") or []), key=lambda f: f.get("at", "")),
+    )
+
+
+class Neo4jRunLog:
+    """``RunLog`` in a Neo4j database."""
+
+    def __init__(self, session: Neo4jSession) -> None:
+        self.session = session
+        self._mark_unfinished_failures()
+
+    def start(self, run: RunInfo) -> None:
+        self.session.run("run_start", write=True, id=run.id, question=run.question, started=run.started,
+                         status=run.status, method=run.method, config=json.dumps(run.config, sort_keys=True))
+
+    def record_step(self, run_id: str, paths: Sequence[PathRecord]) -> None:
+        # parents first: a path's PARENT link needs its parent's node
+        rows = [{
+            "id": p.id, "depth": p.depth, "entity": p.entity, "name": p.name, "parent": p.parent,
+            "relation": p.relation, "direction": (p.direction or "out") if p.relation else None,
+            "via": " ".join(p.via) if p.via else None,
+            "score": float(p.score) if p.score is not None else None,
+            "kept": bool(p.kept), "literal": bool(p.literal),
+        } for p in sorted(paths, key=lambda p: p.depth)]
+        self.session.run("run_step", write=True, run=run_id, paths=rows)
+
+    def finish(self, run: RunInfo) -> None:
+        try:
+            self.session.run("run_finish", write=True, id=run.id, status=run.status, answer=json.dumps(run.answer),
+                             stats=json.dumps(run.stats, sort_keys=True), finished=run.finished)
+        except StoreError as e:
+            if run.status == "failed":  # the connection is gone: mark it failed on the next connect
+                _failure_journal().add(self.session.database_id, run.id, run.finished, str(e))
+            raise
+
+    def _mark_unfinished_failures(self) -> None:
+        journal = _failure_journal()
+        database = self.session.database_id
+        for entry in journal.entries(database):
+            self.session.run("run_fail_unfinished", write=True, id=entry["run"], finished=entry["finished"],
+                             error=entry["error"])
+        journal.remove(database)
+
+    def list(self) -> list[RunInfo]:
+        return [_run_info(r["run"]) for r in self.session.run("runs_list")]
+
+    def get(self, run_id: str) -> RunTree:
+        rows = self.session.run("run_get", id=run_id)
+        if not rows:
+            raise _no_run(run_id)
+        info = _run_info(rows[0]["run"], full=True)
+        paths = []
+        for row in self.session.run("run_paths", id=run_id):
+            p = row["path"]
+            paths.append(PathRecord(
+                id=p["path"], depth=int(p["depth"]), entity=p["entity"], name=p["name"],
+                parent=row["parent"], relation=p.get("relation"), direction=p.get("direction"),
+                via=tuple(p["via"].split()) if p.get("via") else (),
+                score=p.get("score"), kept=bool(p["kept"]), literal=bool(p["literal"]),
+            ))
+        paths.sort(key=lambda p: (p.depth, natural(p.id)))
+        return RunTree(info, paths)
+
+    def feedback(self, run_id: str, entry: dict) -> None:
+        rows = self.session.run("run_feedback", write=True, run=run_id, entry=json.dumps(entry, sort_keys=True))
+        if not rows or not rows[0]["found"]:
+            raise _no_run(run_id)
+
+    def prune(self, older_than: str) -> int:
+        limit = dt.datetime.fromisoformat(older_than)
+        dropped = 0
+        for run in self.list():
+            if dt.datetime.fromisoformat(run.started) < limit:
+                self.session.run("run_delete", write=True, id=run.id)
+                dropped += 1
+        return dropped
+
+
+class Neo4jBrowser:
+    """``RunBrowser``: Neo4j Browser draws a run with the saved query."""
+
+    def commands(self, run_id: str) -> str:
+        """The parameter, then the saved query (``cypher/run_browser.cypher``)."""
+        return f":param run => {json.dumps(run_id)}\n\n{cypher('run_browser').strip()}\n"
+
+
+class _FailureJournal:
+    """Runs that failed while Neo4j was unreachable, as JSON lines in a local
+    file (``$TOG_STATE_DIR``, default ``~/.local/state/tog``), keyed by the
+    database's id; the next connection to that database marks them failed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _read(self) -> list[dict]:
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue  # a torn last line from a crash: nothing to mark
+        return out
+
+    def add(self, database: str, run_id: str, finished: str | None, error: str) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"database": database, "run": run_id, "finished": finished or utc_now(),
+                                    "error": error}) + "\n")
+        except OSError:
+            pass  # nowhere to remember it: the run stays "running", never "done"
+
+    def entries(self, database: str) -> list[dict]:
+        return [e for e in self._read() if e.get("database") == database and e.get("run")]
+
+    def remove(self, database: str) -> None:
+        entries = self._read()
+        rest = [e for e in entries if e.get("database") != database]
+        if len(rest) == len(entries):
+            return
+        try:
+            if rest:
+                tmp = self.path.with_suffix(".tmp")
+                tmp.write_text("".join(json.dumps(e) + "\n" for e in rest), encoding="utf-8")
+                os.replace(tmp, self.path)
+            else:
+                self.path.unlink()
+        except OSError:
+            pass
+
+
+def _failure_journal() -> _FailureJournal:
+    root = os.environ.get("TOG_STATE_DIR") or Path.home() / ".local" / "state" / "tog"
+    return _FailureJournal(Path(root) / "neo4j-failed-runs.jsonl")

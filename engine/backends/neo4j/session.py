@@ -1,0 +1,154 @@
+"""One connection to a Neo4j 5 database, shared by the backend's roles:
+the driver, statements by name (``cypher/*.cypher``), write transactions,
+errors as one line, the schema migrations and the settings.
+
+Values, relationship types included, travel as parameters (Cypher 5's
+dynamic types ``$(...)``): no data ever becomes query text.  The schema is
+set up by ordered migrations (``cypher/migrations/``), each recorded as a
+``(:TogMigration)`` node.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Sequence
+from importlib import resources
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from engine.errors import StoreError
+from engine.graph import DEFAULT_NAME_PREDICATES, Meter, utc_now
+from engine.queries import cypher
+
+
+def migrations() -> list[str]:
+    """Names of the schema migrations, in the order they apply."""
+    folder = resources.files("cypher").joinpath("migrations")
+    return sorted(p.name[:-len(".cypher")] for p in folder.iterdir() if p.name.endswith(".cypher"))
+
+
+def _retry_seconds() -> float:
+    """How long transient errors are retried (with backoff): TOG_NEO4J_RETRY_SECONDS, default 15."""
+    try:
+        return max(0.0, float(os.environ.get("TOG_NEO4J_RETRY_SECONDS", "15")))
+    except ValueError:
+        return 15.0
+
+
+def reason(e: BaseException) -> str:
+    """The first line of an exception's message."""
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0]
+
+
+class Neo4jSession:
+    """The driver and what every role of the Neo4j backend does through it.
+
+    ``uri`` is ``neo4j://``, ``bolt://`` (or their ``+s`` forms), optionally
+    with ``user:password@``; otherwise ``user`` / ``password`` are used.
+    Raises :class:`StoreError` (one line naming the URI, never the
+    password) when the server cannot be reached or refuses the credentials.
+    """
+
+    def __init__(self, uri: str, *, user: str | None = None, password: str | None = None,
+                 database: str | None = None, connect_timeout: float = 10.0,
+                 retry_seconds: float | None = None) -> None:
+        import neo4j
+        from neo4j import exceptions as nx
+
+        driver_log = logging.getLogger("neo4j")
+        if driver_log.level == logging.NOTSET and not driver_log.handlers:
+            # Unless the application configured it: the driver's retries of
+            # transient errors (a deadlock between two chunk transactions of a
+            # load, say) are not the user's concern; failures still raise.
+            driver_log.setLevel(logging.ERROR)
+        parts = urlsplit(uri)
+        if parts.username:  # credentials in the URI win over the environment's
+            user, password = parts.username, parts.password or ""
+            parts = parts._replace(netloc=(parts.hostname or "") + (f":{parts.port}" if parts.port else ""))
+        self.uri = urlunsplit(parts)  # without credentials: safe to print
+        self.database = database or None
+        self.nx = nx
+        self._name_predicates: tuple[str, ...] | None = None
+        try:
+            self.driver = neo4j.GraphDatabase.driver(
+                self.uri, auth=(user or "neo4j", password or ""),
+                connection_timeout=connect_timeout,
+                max_transaction_retry_time=retry_seconds if retry_seconds is not None else _retry_seconds(),
+                connection_acquisition_timeout=connect_timeout, notifications_min_severity="OFF")
+            self.driver.verify_connectivity()
+        except nx.AuthError:
+            raise StoreError(f"Neo4j at {self.uri} refused the credentials of user {user or 'neo4j'!r} "
+                             "(set NEO4J_USER / NEO4J_PASSWORD)") from None
+        except (nx.ServiceUnavailable, nx.SessionExpired, OSError) as e:
+            raise StoreError(f"cannot reach Neo4j at {self.uri}: {reason(e)} "
+                             "(is the server running? `launcher/neo4j-server start` starts one)") from None
+        except (ValueError, nx.ConfigurationError) as e:
+            raise StoreError(f"not a usable Neo4j address {self.uri!r}: {e}") from None
+        self._migrate()
+        self.database_id: str = self.run("database_id")[0]["id"]
+
+    # -- statements -----------------------------------------------------------
+    def error(self, e: Exception) -> StoreError:
+        nx = self.nx
+        if isinstance(e, (nx.ServiceUnavailable, nx.SessionExpired, OSError)):
+            return StoreError(f"lost the connection to Neo4j at {self.uri}: {reason(e)}")
+        if isinstance(e, nx.Neo4jError):
+            return StoreError(f"Neo4j at {self.uri} failed: {e.message or e}")
+        return StoreError(f"Neo4j at {self.uri} failed: {e}")
+
+    def run(self, name: str, *, write: bool = False, meter: Meter | None = None, **params: Any) -> list:
+        """The statement ``cypher/<name>.cypher`` in its own transaction
+        (retried by the driver on transient errors); its records. A read
+        given a ``meter`` is counted on it."""
+        import time
+
+        import neo4j
+
+        started = time.perf_counter()
+        try:
+            records, _, _ = self.driver.execute_query(
+                cypher(name), params, database_=self.database,
+                routing_=neo4j.RoutingControl.WRITE if write else neo4j.RoutingControl.READ)
+            return records
+        except (self.nx.DriverError, self.nx.Neo4jError, OSError) as e:
+            raise self.error(e) from e
+        finally:
+            if meter is not None:
+                meter.add(time.perf_counter() - started)
+
+    def write_tx(self, work: Callable[[Any], None]) -> None:
+        """``work(tx)`` in one write transaction, retried on transient errors."""
+        try:
+            with self.driver.session(database=self.database) as session:
+                session.execute_write(work)
+        except (self.nx.DriverError, self.nx.Neo4jError, OSError) as e:
+            raise self.error(e) from e
+
+    def _migrate(self) -> None:
+        applied = {r["id"] for r in self.run("migrations_applied", write=True)}
+        for name in migrations():
+            if name not in applied:
+                self.run(f"migrations/{name}", write=True)
+                self.run("migration_record", write=True, id=name, applied=utc_now())
+
+    def close(self) -> None:
+        self.driver.close()
+
+    # -- settings -------------------------------------------------------------
+    def setting(self, key: str, default: Any) -> Any:
+        rows = self.run("setting_get", key=key)
+        return json.loads(rows[0]["value"]) if rows else default
+
+    @property
+    def name_predicates(self) -> tuple[str, ...]:
+        if self._name_predicates is None:
+            self._name_predicates = tuple(self.setting("name_predicates", [])) or DEFAULT_NAME_PREDICATES
+        return self._name_predicates
+
+    def add_name_predicates(self, predicates: Sequence[str]) -> None:
+        merged = list(dict.fromkeys([*self.setting("name_predicates", []), *predicates]))
+        self.run("setting_set", write=True, key="name_predicates", value=json.dumps(merged))
+        self._name_predicates = None

@@ -1,0 +1,304 @@
+"""What loaders write through into Neo4j (and, with ``csv_export.py``, into
+the CSV files of its offline importer).
+
+The loader hands over parsed triples and name keys; they are written at the
+next ``commit``, in one transaction with a record of the lines they came
+from.  ``WRITERS`` such transactions run at once (the server's commit work
+is single-threaded per transaction), so they may commit out of order: each
+writes a ``TogLoadPart`` for its lines, and ``resume`` continues after the
+parts that follow the last checkpoint without a gap.  A killed load thus
+resumes after its last committed prefix; chunks past a gap are written
+again, which adds nothing.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+import pyoxigraph as ox
+
+from engine.backends.common import chunks, lang_rank
+from engine.backends.neo4j.session import Neo4jSession
+from engine.queries import cypher
+from engine.store import LoadCheckpoint
+
+WRITE_BATCH = 20_000  # rows per write statement when loading
+WRITERS = 2  # chunk transactions in flight while loading
+KNOWN_NODES = 2_000_000  # node ids a load remembers (then it starts over)
+HASH_MASK = (1 << 64) - 1
+CHUNK_BYTES = 16 << 20  # bytes of lines written (and checkpointed) per transaction
+
+
+def literal_parts(term: ox.Literal) -> list:
+    """[id, value, datatype, language] of a literal, as stored on a Value node."""
+    return [str(term), term.value, term.datatype.value if term.datatype else None, term.language]
+
+
+def split_quads(quads: Iterable[ox.Quad], name_predicates: Sequence[str]):
+    """Sort parsed triples into what the Neo4j data model writes:
+    (entity ids, [entity, name, rank] rows, {value id: Value row},
+    [(subject, relation, entity)] edges, [(subject, relation, value id)] edges).
+    A name's rank is lower for a preferred language, then predicate."""
+    order = {p: i for i, p in enumerate(name_predicates)}
+    entities: set[str] = set()
+    name_rows, value_rows, edges, value_edges = [], {}, [], []
+    for q in quads:
+        s, p, o = q.subject, q.predicate.value, q.object
+        if not isinstance(s, ox.NamedNode):
+            continue  # blank subjects are skolemised by the loader; anything else is not RDF 1.1
+        entities.add(s.value)
+        if isinstance(o, ox.Literal):
+            if p in order:
+                name_rows.append([s.value, o.value, lang_rank(o.language) * 100 + order[p]])
+                continue
+            parts = literal_parts(o)
+            value_rows[parts[0]] = parts
+            value_edges.append((s.value, p, parts[0]))
+        elif isinstance(o, ox.NamedNode):
+            entities.add(o.value)
+            edges.append((s.value, p, o.value))
+    return entities, name_rows, value_rows, edges, value_edges
+
+
+class PendingWrites:
+    """The loader's side shared by the Neo4j writers: parsed triples and name
+    keys wait in memory until the next checkpoint writes them."""
+
+    _pending: list[ox.Quad]
+    _pending_names: list[tuple[str, str, str]]
+
+    native = None  # no engine-side bulk reader: triples are parsed here
+
+    def write_ntriples(self, data: bytes) -> None:
+        """Parse N-Triples bytes (``SyntaxError`` on a bad line, and nothing
+        kept) and queue the triples for the next commit."""
+        self._pending.extend(list(ox.parse(data, ox.RdfFormat.N_TRIPLES)))  # all or nothing
+
+    def names(self, pairs: Iterable[tuple[str, str]], source: str) -> int:
+        rows = [(k, e, source) for e, k in pairs if k]
+        self._pending_names.extend(rows)
+        return len(rows)
+
+    def discard(self) -> None:
+        self._pending.clear()
+        self._pending_names.clear()
+
+
+class Neo4jSink(PendingWrites):
+    """``BulkSink`` of a Neo4j database."""
+
+    chunk_bytes = CHUNK_BYTES
+
+    def __init__(self, session: Neo4jSession) -> None:
+        self.session = session
+        self._pending: list[ox.Quad] = []
+        self._pending_names: list[tuple[str, str, str]] = []
+        self._fresh = False
+        self._seen: _HashSet | None = None  # hashes of the edges this load wrote (fresh loads only)
+        self._seen_keys: _HashSet | None = None  # ... and of its name keys
+        self._writers: ThreadPoolExecutor | None = None  # chunk transactions of a load
+        self._inflight: deque[Future] = deque()
+        self._from: dict[str, int] = {}  # source -> lines of its last checkpoint handed over
+        self._node_ids: dict[str, int] = {}  # entity -> node id, from this load's committed chunks
+
+    def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False) -> LoadCheckpoint:
+        self.session.add_name_predicates(name_predicates)
+        if force:
+            self.session.run("load_forget", write=True, source=source)
+            self._from[source] = 0
+        return LoadCheckpoint.from_dict(self._checkpoint(source))
+
+    def _checkpoint(self, source: str) -> dict:
+        row = self.session.run("load_checkpoint_get", source=source)[0]
+        done = _strip(row["checkpoint"] or {})
+        parts = {p["from"]: p for p in row["parts"]}
+        if parts:  # join the parts after the checkpoint; drop the rest (written again)
+            at = done.get("lines", 0)
+            while at in parts:
+                part = _strip(parts.pop(at))
+                done.update(part)
+                at = part.get("lines", at)
+            self.session.run("load_checkpoint_set", write=True, source=source, values=done)
+        self._from[source] = done.get("lines", 0)
+        return done
+
+    def begin(self) -> None:
+        # A load into a database with no KG yet may CREATE its edges and name
+        # keys (checking for repeats within the load in memory), which is many
+        # times faster than MERGE on hubs; otherwise every edge is MERGEd.
+        self._fresh = self.session.run("kg_entities")[0]["n"] == 0
+        self._seen = _HashSet() if self._fresh else None
+        # Name keys have no unique constraint, so two chunks in flight could
+        # both MERGE one: each key goes to one chunk, whatever the database.
+        self._seen_keys = _HashSet()
+        self._writers = ThreadPoolExecutor(WRITERS, thread_name_prefix="tog-neo4j-load")
+
+    def end(self) -> None:
+        self._pending.clear()
+        self._pending_names.clear()
+        if self._writers is not None:
+            # Chunks still in flight belong to a load that failed: let them
+            # finish (each commits with its part, or not at all) and keep
+            # that failure as the one reported.
+            for future in self._inflight:
+                future.exception()
+            self._inflight.clear()
+            self._writers.shutdown()
+            self._writers = None
+        self._fresh = False
+        self._seen = self._seen_keys = None
+        self._node_ids = {}
+
+    def write(self, quads: Iterable[ox.Quad]) -> None:
+        self._pending.extend(quads)
+        if len(self._pending) >= 8 * WRITE_BATCH:  # stream formats: write as we go
+            self._flush(None)
+
+    def commit(self, source: str, checkpoint: LoadCheckpoint) -> None:
+        self._flush((source, checkpoint.to_dict()))
+
+    def _flush(self, checkpoint: tuple[str, dict] | None) -> None:
+        quads, self._pending = self._pending, []
+        names, self._pending_names = self._pending_names, []
+        chunk = self._chunk_writer(quads, names)
+        source, values = checkpoint if checkpoint is not None else ("", {})
+        last = checkpoint is not None and bool(values.get("complete"))
+        start = self._from.get(source, 0)
+        if checkpoint is not None and not last:
+            self._from[source] = values.get("lines", 0)
+
+        def work(tx) -> None:
+            chunk.write(tx)
+            if last:
+                tx.run(cypher("load_checkpoint_set"), source=source, values=values).consume()
+            elif checkpoint is not None:
+                tx.run(cypher("load_part_add"), source=source, values=values, **{"from": start}).consume()
+
+        def commit() -> None:
+            self.session.write_tx(work)
+            chunk.committed()
+
+        if self._writers is None or last:  # the final checkpoint follows every part
+            self._wait(0)
+            commit()
+        else:
+            self._wait(WRITERS - 1)
+            self._inflight.append(self._writers.submit(commit))
+
+    def _wait(self, left: int) -> None:
+        """Wait until at most ``left`` chunk transactions are in flight;
+        raises the first failure."""
+        while len(self._inflight) > left:
+            done, _ = wait(self._inflight, return_when=FIRST_COMPLETED)
+            for future in done:
+                self._inflight.remove(future)
+                future.result()
+
+    def _chunk_writer(self, quads: list[ox.Quad], names: list[tuple[str, str, str]]) -> _Chunk:
+        """What writes ``quads`` and ``names`` in a transaction.
+
+        Repeats are filtered here, in the caller's thread and chunk order; the
+        statements run in the writer's transaction: nodes first, whose ids
+        then address the edges.  Entities whose node an earlier, committed
+        chunk of this load returned are not looked up again, unless this
+        chunk names them."""
+        entities, name_rows, value_rows, edges, value_edges = split_quads(quads, self.session.name_predicates)
+        best: dict[str, list] = {}
+        for row in name_rows:  # the chunk's best name per entity (the first of equals)
+            if row[0] not in best or row[2] < best[row[0]][2]:
+                best[row[0]] = row
+        cache = self._node_ids
+        known = {e: cache[e] for e in entities if e in cache and e not in best}
+        entity_rows = [best.get(e) or [e, None, None] for e in sorted(entities) if e not in known]
+        edges += value_edges
+        keys = [(k, e) for k, e, _ in names]
+        if self._seen_keys is not None:
+            keys = self._seen_keys.new(keys)
+            self._seen_keys.commit()  # the next chunk's filter must know these, written or in flight
+        if self._seen is not None:  # fresh load: drop repeats, CREATE the rest
+            edges = self._seen.new(edges)
+            self._seen.commit()
+        return _Chunk(entity_rows, sorted(value_rows.values()), edges, keys, names[0][2] if names else "",
+                      "create" if self._seen is not None else "merge", known, cache)
+
+
+class _Chunk:
+    """One chunk of a load, ready to write: node rows, edges by node id, name keys."""
+
+    def __init__(self, entities, values, edges, keys, source, kind, known: dict[str, int],
+                 cache: dict[str, int]) -> None:
+        self.entities, self.values, self.edges, self.keys = entities, values, edges, keys
+        self.source, self.kind = source, kind
+        self.known, self.cache = known, cache  # ids this chunk uses / the load's cache
+        self.nodes: dict[str, int] = {}
+
+    def write(self, tx) -> None:
+        nodes: dict[str, int] = {}
+        for statement, rows in (("load_entities", self.entities), ("load_values", self.values)):
+            for part in chunks(rows, WRITE_BATCH):
+                ids = tx.run(cypher(statement), rows=part).single()["ids"]
+                nodes.update((part[i][0], n) for i, n in ids)
+        ids = {**self.known, **nodes}
+        rows = [(ids[s], p, ids[o]) for s, p, o in self.edges]
+        for part in chunks(rows, WRITE_BATCH):
+            tx.run(cypher(f"load_edges_{self.kind}"), rows=part).consume()
+        statement = "load_name_keys_create" if self.kind == "create" else "load_name_keys"
+        for part in chunks(self.keys, WRITE_BATCH):
+            tx.run(cypher(statement), rows=part, source=self.source).consume()
+        self.nodes = nodes  # of the attempt that commits (the driver may retry)
+
+    def committed(self) -> None:
+        """Later chunks may address this chunk's nodes by id."""
+        if len(self.cache) + len(self.nodes) > KNOWN_NODES:
+            self.cache.clear()
+        self.cache.update(self.nodes)
+
+
+def _strip(checkpoint: dict) -> dict:
+    """A checkpoint's values without the keys that address it."""
+    return {k: v for k, v in checkpoint.items() if k not in ("source", "from")}
+
+
+class _HashSet:
+    """64-bit hashes of the rows a fresh load has handed to its writers, to
+    skip repeats without asking the database: sorted numpy arrays, 8 bytes a
+    row.  ``new`` stages a chunk's hashes; ``commit`` adds them as a run of
+    their own, and runs merge when the newer is at least half the older, so
+    a load of n rows sorts O(n log n) in all rather than all rows per chunk."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.np = np
+        self.runs: list = []
+        self.staged: list = []
+
+    def new(self, rows: list[tuple]) -> list[tuple]:
+        np = self.np
+        if not rows:
+            return []
+        hashes = np.fromiter((hash(t) & HASH_MASK for t in rows), dtype=np.uint64, count=len(rows))
+        _, first = np.unique(hashes, return_index=True)
+        first.sort()
+        fresh = np.ones(len(first), dtype=bool)
+        for run in self.runs:
+            at = np.searchsorted(run, hashes[first])
+            at[at == len(run)] = 0
+            fresh &= run[at] != hashes[first]
+        keep = first[fresh]
+        self.staged.append(hashes[keep])
+        return [rows[i] for i in keep]
+
+    def commit(self) -> None:
+        np = self.np
+        run = np.unique(np.concatenate(self.staged)) if self.staged else []
+        self.staged = []
+        if not len(run):
+            return
+        self.runs.append(run)
+        while len(self.runs) > 1 and 2 * len(self.runs[-1]) >= len(self.runs[-2]):
+            newer, older = self.runs.pop(), self.runs.pop()
+            # two sorted runs: the stable sort (timsort) merges them in linear time
+            self.runs.append(np.sort(np.concatenate((older, newer)), kind="stable"))

@@ -1,0 +1,186 @@
+"""The embedded store's run log: each reasoning run is a named graph
+``<urn:tog:run:ID>`` of path nodes (``tog:Path``) beside the KG.  The
+SPARQL-endpoint backend keeps its runs in one of these, in a local store.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+
+import pyoxigraph as ox
+
+from engine.backends.common import natural
+from engine.backends.oxigraph.database import Database
+from engine.errors import UnknownRunError
+from engine.graph import PathRecord, RunInfo, RunTree, literal_term
+from engine.queries import sparql
+
+VOCAB = "urn:tog:vocab:"
+RUN_PREFIX = "urn:tog:run:"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+
+
+def vocab(name: str) -> ox.NamedNode:
+    return ox.NamedNode(VOCAB + name)
+
+
+def _term(node_id: str, literal: bool) -> ox.NamedNode | ox.Literal:
+    return literal_term(node_id) if literal else ox.NamedNode(node_id)
+
+
+def _text(term: object) -> str:
+    """The lexical form of a literal object (what the run log writes)."""
+    return term.value if isinstance(term, ox.Literal) else str(term)
+
+
+def _no_run(run_id: str) -> UnknownRunError:
+    return UnknownRunError(f"no run {run_id!r} in this store (see `tog runs list`)")
+
+
+class OxigraphRunLog:
+    """``RunLog`` in the named graphs of an embedded store."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def _graph(self, run_id: str) -> ox.NamedNode:
+        try:
+            return ox.NamedNode(RUN_PREFIX + run_id)
+        except ValueError:
+            raise _no_run(run_id) from None
+
+    def start(self, run: RunInfo) -> None:
+        g = self._graph(run.id)
+        self.db.store.extend([
+            ox.Quad(g, RDF_TYPE, vocab("Run"), g),
+            ox.Quad(g, vocab("question"), ox.Literal(run.question), g),
+            ox.Quad(g, vocab("started"), ox.Literal(run.started, datatype=ox.NamedNode(XSD + "dateTime")), g),
+            ox.Quad(g, vocab("status"), ox.Literal(run.status), g),
+            ox.Quad(g, vocab("method"), ox.Literal(run.method), g),
+            ox.Quad(g, vocab("config"), ox.Literal(json.dumps(run.config, sort_keys=True)), g),
+        ])
+
+    def record_step(self, run_id: str, paths: Sequence[PathRecord]) -> None:
+        g = self._graph(run_id)
+        store = self.db.store
+        quads = []
+        for p in paths:
+            node = ox.NamedNode(f"{RUN_PREFIX}{run_id}/{p.id}")
+            quads += [
+                ox.Quad(node, RDF_TYPE, vocab("Path"), g),
+                ox.Quad(node, vocab("depth"), ox.Literal(p.depth), g),
+                ox.Quad(node, vocab("at"), _term(p.entity, p.literal), g),
+                ox.Quad(node, vocab("name"), ox.Literal(p.name), g),
+                ox.Quad(node, vocab("kept"), ox.Literal(p.kept), g),
+                ox.Quad(node, vocab("literal"), ox.Literal(p.literal), g),
+            ]
+            if p.parent is None:
+                quads.append(ox.Quad(g, vocab("root"), node, g))
+            else:
+                quads.append(ox.Quad(node, vocab("parent"), ox.NamedNode(f"{RUN_PREFIX}{run_id}/{p.parent}"), g))
+            if p.relation is not None:
+                quads.append(ox.Quad(node, vocab("relation"), ox.NamedNode(p.relation), g))
+                quads.append(ox.Quad(node, vocab("direction"), ox.Literal(p.direction or "out"), g))
+            if p.via:
+                quads.append(ox.Quad(node, vocab("via"), ox.Literal(" ".join(p.via)), g))
+            if p.score is not None:
+                quads.append(ox.Quad(node, vocab("score"), ox.Literal(float(p.score)), g))
+        # kept flags may change between steps (a path kept at depth 1 can be
+        # dropped later): replace the old values of the nodes we rewrite.
+        for p in paths:
+            node = ox.NamedNode(f"{RUN_PREFIX}{run_id}/{p.id}")
+            for q in list(store.quads_for_pattern(node, vocab("kept"), None, g)):
+                store.remove(q)
+        store.extend(quads)
+
+    def finish(self, run: RunInfo) -> None:
+        g = self._graph(run.id)
+        store = self.db.store
+        for pred in ("status", "answer", "stats", "finished"):
+            for q in list(store.quads_for_pattern(g, vocab(pred), None, g)):
+                store.remove(q)
+        quads = [
+            ox.Quad(g, vocab("status"), ox.Literal(run.status), g),
+            ox.Quad(g, vocab("answer"), ox.Literal(json.dumps(run.answer)), g),
+            ox.Quad(g, vocab("stats"), ox.Literal(json.dumps(run.stats, sort_keys=True)), g),
+        ]
+        if run.finished:
+            quads.append(ox.Quad(g, vocab("finished"),
+                                 ox.Literal(run.finished, datatype=ox.NamedNode(XSD + "dateTime")), g))
+        store.extend(quads)
+        self.db.flush()
+
+    def list(self) -> list[RunInfo]:
+        out = []
+        for row in self.db.query(sparql("runs")):
+            out.append(RunInfo(
+                id=row["g"].value[len(RUN_PREFIX):],
+                question=row["question"].value,
+                started=row["started"].value,
+                status=row["status"].value,
+                method=row["method"].value,
+                answer=json.loads(row["answer"].value) if row["answer"] is not None else [],
+                finished=row["finished"].value if row["finished"] is not None else None,
+            ))
+        return out
+
+    def get(self, run_id: str) -> RunTree:
+        g = self._graph(run_id)
+        rows = self.db.query(sparql("run_header"), substitutions={ox.Variable("g"): g})
+        if not rows:
+            raise _no_run(run_id)
+        h = rows[0]
+        info = RunInfo(
+            id=run_id,
+            question=h["question"].value,
+            started=h["started"].value,
+            status=h["status"].value,
+            method=h["method"].value,
+            config=json.loads(h["config"].value),
+            answer=json.loads(h["answer"].value) if h["answer"] is not None else [],
+            stats=json.loads(h["stats"].value) if h["stats"] is not None else {},
+            finished=h["finished"].value if h["finished"] is not None else None,
+            feedback=sorted((json.loads(_text(q.object))
+                             for q in self.db.store.quads_for_pattern(g, vocab("feedback"), None, g)),
+                            key=lambda f: f.get("at", "")),
+        )
+        prefix = f"{RUN_PREFIX}{run_id}/"
+        paths = []
+        for row in self.db.query(sparql("run_paths"), substitutions={ox.Variable("g"): g}):
+            at = row["at"]
+            literal = row["literal"].value == "true"
+            paths.append(PathRecord(
+                id=row["path"].value[len(prefix):],
+                depth=int(row["depth"].value),
+                entity=str(at) if literal else at.value,
+                name=row["name"].value,
+                parent=row["parent"].value[len(prefix):] if row["parent"] is not None else None,
+                relation=row["relation"].value if row["relation"] is not None else None,
+                direction=row["direction"].value if row["direction"] is not None else None,
+                via=tuple(row["via"].value.split()) if row["via"] is not None else (),
+                score=float(row["score"].value) if row["score"] is not None else None,
+                kept=row["kept"].value == "true",
+                literal=literal,
+            ))
+        paths.sort(key=lambda p: (p.depth, natural(p.id)))
+        return RunTree(info, paths)
+
+    def feedback(self, run_id: str, entry: dict) -> None:
+        self.get(run_id)  # UnknownRunError for a run that is not here
+        g = self._graph(run_id)
+        self.db.store.add(ox.Quad(g, vocab("feedback"), ox.Literal(json.dumps(entry, sort_keys=True)), g))
+        self.db.flush()
+
+    def prune(self, older_than: str) -> int:
+        """Drop every run started before ``older_than`` (ISO 8601 timestamp)."""
+        limit = dt.datetime.fromisoformat(older_than)
+        dropped = 0
+        for run in self.list():
+            if dt.datetime.fromisoformat(run.started) < limit:
+                self.db.store.remove_graph(self._graph(run.id))
+                dropped += 1
+        self.db.flush()
+        return dropped

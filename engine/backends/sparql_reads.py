@@ -1,0 +1,154 @@
+"""KG reads written in SPARQL (``sparql/*.rq``), shared by the embedded
+Oxigraph store and a remote SPARQL endpoint.
+
+:class:`SparqlReads` holds what both answer the same way: the relations
+around entities, names, and the named neighbours behind an unnamed node.
+A subclass says how a query travels (``_select``) and which predicates
+carry names; batches enter query text only through
+:func:`engine.queries.sparql_values`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+import pyoxigraph as ox
+
+from engine.backends.common import chunks, label_relations, lang_rank
+from engine.graph import (
+    DEFAULT_POLICY,
+    Candidate,
+    Direction,
+    KnowledgeGraph,
+    Meter,
+    Node,
+    Relation,
+    RelationPolicy,
+    RelationSchema,
+    is_literal,
+    literal_value,
+)
+from engine.queries import render, sparql_values
+
+BATCH = 400  # VALUES rows per query: keeps query texts small and plans simple
+
+
+def lang_rank_of(term: object) -> int:
+    """Lower is better: English, then no language, then anything else (9: not a literal)."""
+    return lang_rank(term.language) if isinstance(term, ox.Literal) else 9
+
+
+def node_id(term: ox.NamedNode | ox.Literal | ox.BlankNode) -> str:
+    """The id of a term: an IRI, or a literal's N-Triples form."""
+    return str(term) if isinstance(term, ox.Literal) else term.value
+
+
+def values(rows: Iterable[Sequence[object]]) -> str:
+    return sparql_values(rows)
+
+
+def iri_rows(iris: Iterable[str]) -> str:
+    """A VALUES body of one IRI per row."""
+    return sparql_values((ox.NamedNode(i),) for i in iris)
+
+
+class SparqlReads(KnowledgeGraph):
+    """The reads of the ``KnowledgeGraph`` protocol that are the same SPARQL
+    on every engine that answers SPARQL."""
+
+    schema: RelationSchema | None = None
+
+    def __init__(self, policy: RelationPolicy = DEFAULT_POLICY) -> None:
+        self.policy = policy
+        self.meter = Meter()
+        self._relation_labels: dict[str, str | None] = {}
+
+    # -- what a subclass provides ---------------------------------------------
+    @property
+    def name_predicates(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def _select(self, text: str, params: Sequence[tuple[str, str]] = ()) -> list:
+        """Rows of a SELECT (variable -> term, None when unbound), counted on ``meter``."""
+        raise NotImplementedError
+
+    # -- names ----------------------------------------------------------------
+    def _name_terms(self) -> list[tuple[ox.NamedNode]]:
+        return [(ox.NamedNode(p),) for p in self.name_predicates]
+
+    def _pick_names(self, rows: Iterable[tuple[str, str | None, object]]) -> dict[str, str]:
+        """Best name per id from (id, name predicate, literal) rows: English
+        first, then the order of the name predicates."""
+        order = {p: i for i, p in enumerate(self.name_predicates)}
+        best: dict[str, tuple[tuple[int, int], str]] = {}
+        for key, pred, lit in rows:
+            if not isinstance(lit, ox.Literal) or pred is None:
+                continue
+            rank = (lang_rank_of(lit), order.get(pred, 99))
+            if key not in best or rank < best[key][0]:
+                best[key] = (rank, lit.value)
+        return {k: v[1] for k, v in best.items()}
+
+    def labels(self, ids: Sequence[str]) -> dict[str, str]:
+        out = {i: literal_value(i) for i in ids if is_literal(i)}
+        iris = [i for i in dict.fromkeys(ids) if not is_literal(i)]
+        for part in chunks(iris, BATCH):
+            text = render("labels", entities=iri_rows(part), names=values(self._name_terms()))
+            out.update(self._pick_names((r["e"].value, r["np"].value, r["name"]) for r in self._select(text)))
+        return out
+
+    def topic_labels(self, ids: Sequence[str]) -> dict[str, str]:
+        return self.labels(ids)
+
+    # -- relations ------------------------------------------------------------
+    def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
+        iris = [e for e in dict.fromkeys(entities) if not is_literal(e)]
+        rows = [row for part in chunks(iris, BATCH) for row in self._select(render("relations", entities=iri_rows(part)))]
+        return self._relations_from(rows, entities)
+
+    def _relations_from(self, rows: Iterable, entities: Sequence[str]) -> dict[str, list[Relation]]:
+        """The informative relations in (?e ?po ?pi) rows (``relations.rq``),
+        sorted and named."""
+        out: dict[str, list[Relation]] = {e: [] for e in entities}
+        names = set(self.name_predicates)
+        for row in rows:
+            head = row["po"]
+            direction: Direction = "out" if head is not None else "in"
+            pred = head.value if head is not None else row["pi"].value
+            if self.policy.allows(pred) and pred not in names:
+                out[row["e"].value].append(Relation(pred, direction))
+        for rels in out.values():
+            rels.sort(key=lambda r: (r.id, r.direction))
+        label_relations(self, out, self._relation_labels)
+        return out
+
+    # -- looking through unnamed nodes ----------------------------------------
+    def _expand_named(self, requests: list[tuple[str, Relation]], limit: int) -> dict[str, list[Candidate]]:
+        """The named out-neighbours of each (entity, relation), at most
+        ``limit`` per entity (``common.look_through``)."""
+        by_source: dict[str, list[Candidate]] = defaultdict(list)
+        for part in chunks(requests, BATCH):
+            rows: dict[tuple[str, str, str], list] = {}
+            for row in self._expand_named_rows(list(part)):
+                x = row["x"]
+                key = (row["e"].value, row["p"].value, node_id(x))
+                slot = rows.setdefault(key, [x, []])
+                if row["np"] is not None:
+                    slot[1].append((key[2], row["np"].value, row["name"]))
+            for (e, p, xid), (term, name_rows) in sorted(rows.items()):
+                if isinstance(term, ox.Literal):
+                    node = Node(xid, term.value, True, term.datatype.value if term.datatype else None)
+                else:
+                    name = self._pick_names(name_rows).get(xid)
+                    if name is None:
+                        continue
+                    node = Node(xid, name)
+                if len(by_source[e]) < limit:
+                    by_source[e].append(Candidate(e, Relation(p, "out"), node))
+        return by_source
+
+    def _expand_named_rows(self, requests: list[tuple[str, Relation]]) -> list:
+        """``expand_out.rq`` rows (?e ?p ?x ?np ?name) for these pairs."""
+        pairs = [(ox.NamedNode(e), ox.NamedNode(r.id)) for e, r in requests]
+        return self._select(render("expand_out", pairs=values(pairs), names=values(self._name_terms())))
