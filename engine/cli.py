@@ -3,7 +3,7 @@
 Each command opens the store, calls one library function and prints.  Domain
 errors (:class:`engine.errors.TogError`) become one line on stderr and exit
 code 1; set ``TOG_TRACEBACK=1`` to see the traceback instead.  Heavy imports
-(pyoxigraph, bm25s, tqdm) happen inside commands, and litellm is never
+(pyoxigraph, tqdm, a backend's driver) happen inside commands, and litellm is never
 imported here, so ``tog --help`` stays fast.
 """
 

@@ -12,7 +12,10 @@ Registered by name (``get_pruner``); the LLM and embedding pruners live in
 
 from __future__ import annotations
 
+import math
 import random
+import struct
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -59,8 +62,46 @@ def _normalise(scores: Sequence[float]) -> list[float]:
     return [max(s, 0.0) / top if top > 0 else 0.0 for s in scores]
 
 
+K1, B = 1.5, 0.75  # BM25's usual constants (Lucene's, and bm25s's defaults)
+_F32 = struct.Struct("f")
+
+
+def _f32(x: float) -> float:
+    """``x`` rounded to single precision."""
+    return _F32.unpack(_F32.pack(x))[0]
+
+
+def bm25(query: Sequence[str], docs: Sequence[Sequence[str]]) -> list[float]:
+    """BM25 (Lucene's variant) of each document of ``docs`` for ``query``
+    (lists of terms), the documents being the whole corpus: idf is
+    ln(1 + (N - df + 0.5) / (df + 0.5)), a term's weight in a document
+    tf / (tf + K1 * (1 - B + B * length / average length)); a query term said
+    twice counts twice. Weights and sums are rounded to single precision
+    where the bm25s package (which this replaces) keeps them, so that ties
+    fall the same way."""
+    n = len(docs)
+    if not n:
+        return []
+    counts = [Counter(d) for d in docs]
+    df: Counter[str] = Counter()
+    for c in counts:
+        df.update(c.keys())
+    avg = sum(len(d) for d in docs) / n
+    idf = {t: _f32(math.log(1 + (n - f + 0.5) / (f + 0.5))) for t, f in df.items()}
+    out = []
+    for d, c in zip(docs, counts):
+        norm = K1 * ((1 - B) + B * len(d) / avg)
+        weight = {t: _f32(idf[t] * (tf / (norm + tf))) for t, tf in c.items()}
+        score = 0.0
+        for t in query:
+            if t in weight:
+                score = _f32(score + weight[t])
+        out.append(score)
+    return out
+
+
 class BM25Pruner:
-    """BM25 (bm25s) between the question and each verbalised path.
+    """BM25 between the question and each verbalised path.
 
     The candidates of one call are the corpus, so a word every candidate
     shares (the topic's name, the relation that all of them came through)
@@ -70,9 +111,7 @@ class BM25Pruner:
     name = "bm25"
 
     def __init__(self, **_: object) -> None:
-        import bm25s  # imported here: it pulls numpy and scipy
-
-        self._bm25s = bm25s
+        pass
 
     def _scores(self, question: str, texts: Sequence[str]) -> list[float]:
         if not texts:
@@ -81,15 +120,13 @@ class BM25Pruner:
         corpus = [list(terms(t)) or ["_"] for t in texts]
         if not query:
             return [0.0] * len(texts)
-        index = self._bm25s.BM25()
-        index.index(corpus, show_progress=False)
         vocab = {w for doc in corpus for w in doc}
         # a compound question word also asks for its head: screenwriter -> writer
         query = [v for w in query for v in ([w] if w in vocab else
-                 [v for v in vocab if len(v) >= 4 and len(w) > len(v) and w.endswith(v)])]
+                 [v for v in sorted(vocab) if len(v) >= 4 and len(w) > len(v) and w.endswith(v)])]
         if not query:
             return [0.0] * len(texts)
-        return _normalise([float(s) for s in index.get_scores(query)])
+        return _normalise(bm25(query, corpus))
 
     def score_relations(self, question: str, choices: Sequence[Choice]) -> list[float]:
         return self._scores(question, [c.text for c in choices])

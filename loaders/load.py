@@ -199,11 +199,11 @@ class _Feed:
     the loader pulls the bytes, so only one block is held at a time."""
 
     def __init__(self, job: _Job, native: NativeLoader, reader: _BlockReader, first_line: int, block: int,
-                 delimiter: str | None) -> None:
+                 convert: triples.Converter | None) -> None:
         self.reader, self.stream = reader, reader.stream
         self.max_lines, self.first_line, self.block = job.segment_lines, first_line, block
         self.max_errors, self.sid = job.max_errors, job.sid
-        self.fmt, self.delimiter = job.fmt, delimiter
+        self.fmt, self.convert = job.fmt, convert
         self.scanner = rdf.NameScanner(job.predicates, job.langs)
         self.report, self.bar = job.report, job.bar
         self.buf, self.pos = b"", 0
@@ -282,7 +282,8 @@ class _Feed:
                 self.eof = True
                 return False
             count = len(lines)
-            data, names, triples_, bad = triples.convert(lines, self.first_line + self.lines, self.fmt, self.delimiter)
+            assert self.convert is not None  # a delimited file
+            data, names, triples_, bad = self.convert(lines, self.first_line + self.lines)
             self.names += self.queue_names(names)
             self.bad.extend(bad)
             if self.report.skipped + len(self.bad) > self.max_errors:
@@ -366,16 +367,20 @@ def _load_lines(job: _Job, start_line: int) -> None:
         return
     block = min(job.chunk_bytes, 1 << 20)
     report.lines = start_line
-    delimiter = job.delimiter
-    if fmt in ("delimited", "tsv", "csv"):
-        delimiter = delimiter or triples.file_delimiter(path, fmt)
+    delimited = fmt in ("delimited", "tsv", "csv")
+    delimiter = (job.delimiter or triples.file_delimiter(path, fmt)) if delimited else None
+
+    def converter() -> triples.Converter | None:
+        return triples.Converter(fmt, delimiter) if delimited else None
+
+    convert = converter()
     stream = open_binary(path)
     try:
         skip_lines(stream, start_line)
         reader = _BlockReader(stream)
         while True:
             if native is not None:
-                feed = _Feed(job, native, reader, report.lines + 1, block, delimiter)
+                feed = _Feed(job, native, reader, report.lines + 1, block, convert)
                 try:
                     try:
                         native.load_stream(feed)
@@ -384,6 +389,7 @@ def _load_lines(job: _Job, start_line: int) -> None:
                 except SyntaxError:
                     # redo this segment carefully from its first line
                     sink.discard()
+                    convert = converter()  # what it had named is not written
                     stream.close()
                     stream = open_binary(path)
                     skip_lines(stream, report.lines)
@@ -399,7 +405,8 @@ def _load_lines(job: _Job, start_line: int) -> None:
                 if fmt in ("nt", "nq"):
                     count, names, bad = _rdf_chunk(job, lines, first, fmt)
                 else:
-                    data, names, count, bad = triples.convert(lines, first, fmt, delimiter)
+                    assert convert is not None
+                    data, names, count, bad = convert(lines, first)
                     sink.write_ntriples(data)
                 job.commit(count, len(lines), job.names(names), bad)
                 bar.update(raw_position(stream), report.triples, report.skipped)

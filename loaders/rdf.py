@@ -82,8 +82,8 @@ class NameScanner:
     reads those lines with a second one (a line with escapes goes through
     the real parser) and normalises the names in bulk."""
 
-    _LINE = re.compile(rb'^<([^<>"\s]*)>[ \t]+<([^<>\s]*)>[ \t]+"((?:[^"\\\n]|\\.)*)"(?:@([A-Za-z0-9-]+))?',
-                       re.M)
+    # a name line without a backslash (lines with escapes go through the real parser)
+    _PLAIN = re.compile(rb'^<([^<>"\s]*)>[ \t]+<([^<>\s]*)>[ \t]+"([^"\n]*)"(?:@([A-Za-z0-9-]+))?', re.M)
 
     def __init__(self, predicates: frozenset[str], langs: Sequence[str]) -> None:
         self.predicates, self.langs = predicates, tuple(langs)
@@ -93,6 +93,13 @@ class NameScanner:
         # a block without any predicate's last characters has no name: one
         # substring test per distinct ending is cheaper than the expression
         self.endings = sorted({p.encode()[-4:] + b">" for p in predicates})
+        self._accepted: dict[bytes, bool] = {}  # language tag -> indexed?
+
+    def _wanted_lang(self, lang: bytes) -> bool:
+        if not lang:
+            return "" in self.langs
+        tag = lang.decode("ascii").lower()
+        return any(tag == w or (w and tag.startswith(w + "-")) for w in self.langs)
 
     def lines(self, data: bytes) -> list[bytes]:
         """The lines of ``data`` that may state a name."""
@@ -111,30 +118,27 @@ class NameScanner:
             return []
         plain = [line for line in lines if b"\\" not in line]
         slow = [line for line in lines if b"\\" in line] if len(plain) < len(lines) else []
-        rows = self._LINE.findall(b"\n".join(plain))
+        rows = self._PLAIN.findall(b"\n".join(plain))
         if len(rows) != len(plain):
             # some line is not in the simple shape (a blank-node subject, a
             # comment...): match line by line and let the real parser read the rest
             rows = []
             for line in plain:
-                m = self._LINE.match(line)
+                m = self._PLAIN.match(line)
                 if m is None:
                     slow.append(line)
                 else:
                     rows.append(m.groups())
         subjects, texts = [], []
-        langs = self.langs
+        accepted = self._accepted
+        wanted = self.wanted
         for subject, predicate, text, lang in rows:
-            if predicate not in self.wanted:
-                continue
-            if lang:
-                tag = lang.decode("ascii").lower()
-                if not any(tag == w or (w and tag.startswith(w + "-")) for w in langs):
-                    continue
-            elif "" not in langs:
-                continue
-            subjects.append(subject)
-            texts.append(text)
+            ok = accepted.get(lang)
+            if ok is None:
+                ok = accepted[lang] = self._wanted_lang(lang)
+            if ok and predicate in wanted:
+                subjects.append(subject)
+                texts.append(text)
         out = list(zip(b"\n".join(subjects).decode("utf-8", "replace").split("\n"),
                        name_keys(b"\n".join(texts).decode("utf-8", "replace").split("\n")))) if subjects else []
         out = [(e, k) for e, k in out if k]

@@ -10,17 +10,27 @@ from __future__ import annotations
 import csv
 from urllib.parse import quote
 
-from engine.graph import ENTITY_NS, RDFS_LABEL, RELATION_NS, name_key
+from engine.graph import ENTITY_NS, RDFS_LABEL, RELATION_NS, name_keys
 
 LABEL = f"<{RDFS_LABEL}>"
 
 
+_ALWAYS_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~")
+_QUOTE = {c: f"%{c:02X}" for c in range(128) if c not in _ALWAYS_SAFE}
+
+
+def _quote(text: str) -> str:
+    """``urllib.parse.quote(text, safe="")``, by one table lookup per
+    character for ASCII text (most node texts)."""
+    return text.translate(_QUOTE) if text.isascii() else quote(text, safe="")
+
+
 def entity_iri(text: str) -> str:
-    return ENTITY_NS + quote(text, safe="")
+    return ENTITY_NS + _quote(text)
 
 
 def relation_iri(text: str) -> str:
-    return RELATION_NS + quote(text, safe="")
+    return RELATION_NS + _quote(text)
 
 
 def _literal(text: str) -> str:
@@ -46,44 +56,83 @@ def file_delimiter(path, fmt: str) -> str:
     return "|"
 
 
-def convert(lines: list[bytes], first: int, fmt: str, delimiter: str | None):
-    """Turn raw lines into N-Triples bytes.
+SEEN_MAX = 2_000_000  # node texts a load remembers as already named (then it starts over)
 
-    Returns ``(data, names, triples, bad)`` where ``names`` are (IRI, key)
-    pairs for the linking index and ``bad`` lists (line number, reason).
-    """
-    delim = delimiter or ("\t" if fmt == "tsv" else "," if fmt == "csv" else "|")
-    out: list[str] = []
-    names: dict[str, str] = {}
-    bad: list[tuple[int, str]] = []
-    triples = 0
-    for offset, raw in enumerate(lines):
-        lineno = first + offset
-        try:
-            text = raw.decode("utf-8").rstrip("\r\n")
-        except UnicodeDecodeError as e:
-            bad.append((lineno, f"not UTF-8 ({e.reason} at byte {e.start})"))
-            continue
-        if not text.strip() or text.startswith("#"):
-            continue
-        if fmt == "csv":
-            fields = next(csv.reader([text], delimiter=delim))
-        else:
-            fields = text.split(delim)
-        fields = [f.strip() for f in fields]
-        if len(fields) != 3:
-            bad.append((lineno, f"expected 3 fields separated by {delim!r}, found {len(fields)}"))
-            continue
-        if not all(fields):
-            bad.append((lineno, "empty field"))
-            continue
-        head, rel, tail = fields
-        h, t = entity_iri(head), entity_iri(tail)
-        out.append(f"<{h}> <{relation_iri(rel)}> <{t}> .\n")
-        triples += 1
-        for iri, label in ((h, head), (t, tail)):
-            if iri not in names:
-                names[iri] = label
-                out.append(f"<{iri}> {LABEL} {_literal(label)} .\n")
-    data = "".join(out).encode("utf-8")
-    return data, [(iri, name_key(label)) for iri, label in names.items()], triples, bad
+
+class Converter:
+    """Turns the raw lines of one load into N-Triples, across its chunks.
+
+    A node's IRI is made once per text, and its name (an ``rdfs:label``
+    triple and a row for the linking index) only the first time the load
+    meets it: a name said on many lines is written once."""
+
+    def __init__(self, fmt: str, delimiter: str | None) -> None:
+        self.fmt = fmt
+        self.delim = delimiter or ("\t" if fmt == "tsv" else "," if fmt == "csv" else "|")
+        self.iris: dict[str, str] = {}  # node text -> IRI, for the texts named in this load
+        self.relations: dict[str, str] = {}
+
+    def __call__(self, lines: list[bytes], first: int):
+        """``(data, names, triples, bad)``: N-Triples bytes, (IRI, key) pairs
+        for the linking index (new ones only), the number of triples, and
+        (line number, reason) of each bad line."""
+        delim, csv_format = self.delim, self.fmt == "csv"
+        iris, relations = self.iris, self.relations
+        if len(iris) > SEEN_MAX:
+            iris.clear()  # memory stays bounded; names met again are written again (adding nothing)
+        out: list[str] = []
+        new: list[tuple[str, str]] = []  # (IRI, text) named in this chunk
+        bad: list[tuple[int, str]] = []
+        try:  # the whole chunk at once; line by line only when some line is not UTF-8
+            texts = b"".join(lines).decode("utf-8").split("\n")
+            if len(texts) > len(lines):
+                texts.pop()  # after the last newline
+        except UnicodeDecodeError:
+            texts = []
+            for offset, raw in enumerate(lines):
+                try:
+                    texts.append(raw.decode("utf-8"))
+                except UnicodeDecodeError as e:
+                    texts.append("")
+                    bad.append((first + offset, f"not UTF-8 ({e.reason} at byte {e.start})"))
+        count = 0
+        append = out.append
+        for offset, text in enumerate(texts):
+            if csv_format:
+                text = text.rstrip("\r\n")
+                if not text.strip() or text.startswith("#"):
+                    continue
+                fields = next(csv.reader([text], delimiter=delim))
+            else:
+                if not text or text[0] == "#" or text.isspace():
+                    continue
+                fields = text.split(delim)
+            if len(fields) != 3:
+                bad.append((first + offset, f"expected 3 fields separated by {delim!r}, found {len(fields)}"))
+                continue
+            head, rel, tail = fields[0].strip(), fields[1].strip(), fields[2].strip()
+            if not (head and rel and tail):
+                bad.append((first + offset, "empty field"))
+                continue
+            if head in iris:
+                h = iris[head]
+            else:
+                h = iris[head] = entity_iri(head)
+                new.append((h, head))
+            if tail in iris:
+                t = iris[tail]
+            else:
+                t = iris[tail] = entity_iri(tail)
+                new.append((t, tail))
+            r = relations[rel] if rel in relations else relations.setdefault(rel, relation_iri(rel))
+            append(f"<{h}> <{r}> <{t}> .\n")
+            count += 1
+        bad.sort()
+        out.extend(f"<{iri}> {LABEL} {_literal(label)} .\n" for iri, label in new)
+        keys = name_keys([label for _, label in new])
+        return "".join(out).encode("utf-8"), [(iri, k) for (iri, _), k in zip(new, keys)], count, bad
+
+
+def convert(lines: list[bytes], first: int, fmt: str, delimiter: str | None):
+    """``Converter(fmt, delimiter)(lines, first)``: one chunk on its own."""
+    return Converter(fmt, delimiter)(lines, first)

@@ -323,6 +323,25 @@ def test_help_imports_nothing_heavy():
     assert done.stdout.strip() == ""
 
 
+_ASK_PROBE = """
+import sys
+from click.testing import CliRunner
+from engine.cli import cli
+r = CliRunner().invoke(cli, ["ask", "who directed [Quiz Game]", "--store", sys.argv[1]], prog_name="tog")
+assert r.exit_code == 0 and "Rita Director" in r.output, r.output
+heavy = ("litellm", "numpy", "scipy", "bm25s", "neo4j", "rdflib", "engine.agent", "engine.backends.sparql",
+         "engine.backends.neo4j")
+print(" ".join(sorted(m for m in heavy if m in sys.modules)))
+"""
+
+
+def test_an_offline_question_on_the_embedded_store_imports_no_llm_numpy_or_other_backend(loaded_store):
+    done = subprocess.run([sys.executable, "-c", _ASK_PROBE, str(loaded_store)], cwd=REPO, capture_output=True,
+                          text=True, env=env_without_traceback(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
+
+
 def test_tog_entry_point_help():
     done = subprocess.run([str(VENV_BIN / "tog"), "--help"], capture_output=True, text=True,
                           env=env_without_traceback(), timeout=60)

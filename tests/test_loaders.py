@@ -602,3 +602,28 @@ def test_files_with_blank_nodes_or_bad_lines_leave_the_path_load(tmp_path, monke
     assert calls == [bad]  # blank nodes are renamed by the streaming path, never loaded by path
     assert rb.triples == 1 and (rbad.triples, rbad.skipped) == (2, 1) and rbad.bad[0][0] == 2
     g.close()
+
+
+def test_a_delimited_name_said_on_many_lines_is_named_once(tmp_path):
+    """Across the chunks of one load a node's name is written and indexed
+    once (it used to be once per chunk: 8x the rows on a real file)."""
+    lines = [f"Hub Node|links|Leaf {i % 7}" for i in range(300)]
+    f = tmp_path / "many.txt"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for path, chunk in (("careful", 256), ("fast", None)):
+        g, (report,) = load_into(tmp_path / path, f, chunk_bytes=chunk)
+        _, names = content(g)
+        assert report.names == len(names) == 8, path
+        assert g.kg.stats()["triples"] == 7 + 8  # seven distinct edges, eight labels
+        assert [n.name for n in g.kg.search_entities(["leaf 3"])["leaf 3"]] == ["Leaf 3"]
+
+
+def test_node_iris_quote_like_urllib():
+    import random
+    import string
+    from urllib.parse import quote
+
+    rng = random.Random(0)
+    for _ in range(20000):
+        text = "".join(rng.choice(string.printable + "éü✓日") for _ in range(rng.randrange(0, 16)))
+        assert entity_iri(text) == "urn:tog:e:" + quote(text, safe=""), text
