@@ -54,6 +54,7 @@ class Relation:
     direction: Direction = "out"
     label: str | None = field(default=None, compare=False, hash=False)  # the KG's own name for it
     note: Note | None = field(default=None, compare=False, hash=False)  # a user's description (engine/descriptions.py)
+    degree: int | None = field(default=None, compare=False, hash=False)  # edges from the entity, when the KG told
 
     @property
     def text(self) -> str:
@@ -210,8 +211,9 @@ class Meter:
 class RelationSchema(Protocol):
     """Which relations can follow which: what the offline judge looks ahead over."""
 
-    def after(self, relation: Relation) -> list[Relation]:
-        """Relations seen one hop after ``relation`` (its tails' relations)."""
+    def after(self, relations: Sequence[Relation]) -> dict[Relation, list[Relation]]:
+        """For each relation, the relations seen one hop after it (around a
+        sample of its tails); one batch, a bounded number of round trips."""
         ...
 
 

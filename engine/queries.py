@@ -2,9 +2,9 @@
 
 Each file is read once.  Values never become query text by string pasting:
 SPARQL statements take single values through pyoxigraph's ``substitutions``
-and batches through :func:`sparql_values`, which writes pyoxigraph term
-objects in their own (escaped, validated) serialisation.  That function is
-the only place where data enters SPARQL text.
+and batches through :func:`sparql_values` (one term: :func:`sparql_term`),
+which write pyoxigraph term objects in their own (escaped, validated)
+serialisation.  They are the only place where data enters SPARQL text.
 """
 
 from __future__ import annotations
@@ -24,6 +24,16 @@ def sparql(name: str) -> str:
 def cypher(name: str) -> str:
     """The text of ``cypher/<name>.cypher``."""
     return resources.files("cypher").joinpath(f"{name}.cypher").read_text(encoding="utf-8")
+
+
+def sparql_term(term: object) -> str:
+    """One pyoxigraph term as SPARQL text: its N-Triples form, validated
+    when the term was built (the same rule as :func:`sparql_values`)."""
+    import pyoxigraph as ox
+
+    if not isinstance(term, (ox.NamedNode, ox.Literal)):
+        raise TypeError(f"not a pyoxigraph term: {term!r}")
+    return str(term)
 
 
 def sparql_values(rows: Iterable[Sequence[object]]) -> str:

@@ -36,7 +36,8 @@ class Answer:
     reason: str = ""
 
 
-Schema = Callable[[Relation], Sequence[Relation]]
+# For a batch of relations, those that can follow each (``RelationSchema.after``).
+Schema = Callable[[Sequence[Relation]], Mapping[Relation, Sequence[Relation]]]
 
 
 class Reasoner(Protocol):
@@ -49,8 +50,8 @@ class Reasoner(Protocol):
 
         ``next_relations`` maps a path id to the relations around its tail,
         ``remaining`` is how many hops the search may still take and
-        ``schema`` (when the backend has one) tells which relations follow a
-        relation.  A judge may ignore all three."""
+        ``schema`` (when the backend has one) tells which relations follow
+        each of a batch of relations.  A judge may ignore all three."""
 
     def answer(self, question: str, topics: Sequence[Node], kept: Sequence[Path],
                candidates: Sequence[Path]) -> Answer:
@@ -73,6 +74,19 @@ class OfflineReasoner:
             return 1.0
         model = QuestionModel.of(question, [t.name for t in topics])
         memo: dict[tuple, float] = {}
+        now = max(model.utility(p.relations()) for p in paths)
+        if now >= model.size:
+            return 1.0  # nothing left to explain (a utility never exceeds the size): no need to look ahead
+        follows: dict[Relation, Sequence[Relation]] = {}
+        if schema is not None and remaining > 1:
+            # what each step of the look-ahead may take next, a whole step at a time
+            level = list(dict.fromkeys(r for p in paths for r in list(next_relations.get(p.id, ()))[:MAX_OUTLOOK]))
+            for _ in range(remaining - 1):
+                new = [r for r in level if r not in follows]
+                if not new:
+                    break
+                follows.update(schema(new))
+                level = list(dict.fromkeys(r for rel in new for r in list(follows.get(rel, ()))[:MAX_OUTLOOK]))
 
         def outlook(chain: tuple[Relation, ...], options: Sequence[Relation], budget: int) -> float:
             """Best utility reachable by taking 1..budget more hops."""
@@ -82,14 +96,11 @@ class OfflineReasoner:
                 for rel in list(options)[:MAX_OUTLOOK]:
                     longer = chain + (rel,)
                     best = max(best, model.utility(longer))
-                    if budget > 1 and schema is not None:
-                        best = max(best, outlook(longer, schema(rel), budget - 1))
+                    if budget > 1 and rel in follows:
+                        best = max(best, outlook(longer, follows[rel], budget - 1))
                 memo[key] = best
             return memo[key]
 
-        now = max(model.utility(p.relations()) for p in paths)
-        if now >= model.size:
-            return 1.0  # nothing left to explain (a utility never exceeds the size): no need to look ahead
         later = max(outlook(tuple(p.relations()), next_relations.get(p.id, ()), remaining) for p in paths)
         gain = later - now
         if gain <= 0 or model.size <= 0:

@@ -128,7 +128,7 @@ def search(
     schema: Schema | None = kg.schema.after if kg.schema is not None else None
     if schema is not None and descriptions is not None:
         plain_schema, notes = schema, descriptions
-        schema = lambda rel: notes.describe_all(plain_schema(rel))  # noqa: E731
+        schema = lambda rels: {r: notes.describe_all(v) for r, v in plain_schema(rels).items()}  # noqa: E731
 
     for depth in range(1, config.depth + 1):
         # 1. relation pruning, one call for the whole beam

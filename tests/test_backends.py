@@ -144,7 +144,8 @@ def test_search_entities_and_has_entity(fixture_kg):
 
 
 def test_relation_schema(fixture_kg):
-    after = fixture_kg.schema.after(Relation(iri("written_by"), "in"))
+    written = Relation(iri("written_by"), "in")
+    after = fixture_kg.schema.after([written])[written]
     assert Relation(iri("directed_by"), "out") in after
     assert all(r.id != "http://www.w3.org/2000/01/rdf-schema#label" for r in after)
 

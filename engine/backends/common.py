@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from functools import lru_cache
 from typing import TypeVar
 
@@ -151,4 +152,4 @@ def label_relations(kg: KnowledgeGraph, found: dict[str, list[Relation]], cache:
         for rid in new:
             cache[rid] = names.get(rid)
     for e, rels in found.items():
-        found[e] = [Relation(r.id, r.direction, cache.get(r.id), r.note) for r in rels]
+        found[e] = [replace(r, label=cache.get(r.id)) for r in rels]

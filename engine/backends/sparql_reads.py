@@ -95,7 +95,8 @@ class SparqlReads(KnowledgeGraph):
         iris = [i for i in dict.fromkeys(ids) if not is_literal(i)]
         for part in chunks(iris, BATCH):
             text = render("labels", entities=iri_rows(part), names=values(self._name_terms()))
-            out.update(self._pick_names((r["e"].value, r["np"].value, r["name"]) for r in self._select(text)))
+            out.update(self._pick_names((r["e"].value, r["np"].value, r["name"]) for r in self._select(text)
+                                        if r["np"] is not None))
         return out
 
     def topic_labels(self, ids: Sequence[str]) -> dict[str, str]:

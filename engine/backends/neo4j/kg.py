@@ -120,10 +120,11 @@ class Neo4jSchema:
         self.kg = kg
         self._cache: dict[Relation, list[Relation]] = {}
 
-    def after(self, relation: Relation) -> list[Relation]:
-        if relation not in self._cache:
-            kg = self.kg
-            rows = kg._run(f"schema_{relation.direction}", relation=relation.id)
-            self._cache[relation] = informative((Relation(r["q"], r["dir"]) for r in rows), kg.policy,
-                                                kg.session.name_predicates)
-        return self._cache[relation]
+    def after(self, relations: Sequence[Relation]) -> dict[Relation, list[Relation]]:
+        kg = self.kg
+        for relation in dict.fromkeys(relations):
+            if relation not in self._cache:
+                rows = kg._run(f"schema_{relation.direction}", relation=relation.id)
+                self._cache[relation] = informative((Relation(r["q"], r["dir"]) for r in rows), kg.policy,
+                                                    kg.session.name_predicates)
+        return {r: self._cache[r] for r in relations}

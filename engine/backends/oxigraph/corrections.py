@@ -51,9 +51,14 @@ class OxigraphCorrections:
                 store.remove(q)
 
     def _change(self, remove: Sequence[Fact], add: Sequence[Fact]) -> None:
+        """The facts go and come, and the summaries of the pairs they touch
+        follow (both idempotent: a change finished twice is the same)."""
         for fact in remove:
             self.db.store.remove(fact_quad(fact))
         self.db.store.extend([fact_quad(f) for f in add])
+        from engine.backends.oxigraph.kg import OxigraphKG
+
+        OxigraphKG(self.db).refresh([*remove, *add])
 
     def apply(self, c: Correction) -> Correction:
         c.kept = [f for f in c.added if self.has_fact(f)]

@@ -4,12 +4,14 @@ A store is a directory:
 - ``kg/``: the Oxigraph database.  The knowledge graph is its default graph;
   each reasoning run is a named graph ``<urn:tog:run:ID>`` of path nodes,
   corrections are records in ``<urn:tog:corrections>``;
-- ``index.sqlite``: the entity-name index for linking, load checkpoints and
-  settings (see ``name_index.py`` for why these are not in Oxigraph).
+- ``index.sqlite``: the entity-name index for linking, load checkpoints,
+  settings (see ``name_index.py`` for why these are not in Oxigraph) and
+  the summaries of hubs (``summaries.py``).
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Sequence
@@ -19,6 +21,7 @@ from typing import cast
 import pyoxigraph as ox
 
 from engine.backends.oxigraph.name_index import NameIndex
+from engine.backends.oxigraph.summaries import Summaries
 from engine.errors import StoreError
 from engine.graph import DEFAULT_NAME_PREDICATES, Meter
 
@@ -50,6 +53,11 @@ class Database:
                                  "(an embedded store opens in one process at a time)") from e
             raise StoreError(f"cannot open the store at {path}: {e}") from e
         self.index = NameIndex(path / "index.sqlite" if path is not None else None)
+        # the summaries have a connection of their own: a load's names wait
+        # uncommitted on the index's connection until its next checkpoint
+        summary_db = sqlite3.connect(str(path / "index.sqlite") if path is not None else ":memory:",
+                                     check_same_thread=False, timeout=60)
+        self.summaries = Summaries(summary_db)
         self._name_predicates: tuple[str, ...] | None = None
 
     @property
@@ -92,4 +100,5 @@ class Database:
         except OSError:
             pass
         self.index.close()
+        self.summaries.db.close()
         del self.store

@@ -1,23 +1,64 @@
 """The embedded store's read role: the ``KnowledgeGraph`` over pyoxigraph.
 
-Every statement lives in ``sparql/*.rq``; batches enter through
-:func:`engine.queries.sparql_values` only, single values as pyoxigraph
-``substitutions``.  Unnamed nodes (Freebase CVTs) are looked through.
+Every read at question time is bounded, whatever the hubs (see
+``summaries.py``):
+
+- relations: each entity's edges are read up to ``HUB_EDGES`` per
+  direction; an entity past that is a hub, whose relations and degrees
+  come from its summary (made by one native count the first time);
+- expand: each pair's neighbours are read up to the candidate window,
+  without names; a pair past it is crowded, and its neighbours come from
+  its kept sample (made by one read the first time); names are then asked
+  for the candidates in the window only;
+- the schema of the offline judge's look-ahead: a bounded sample of each
+  relation's tails, the relations around them, kept per relation.
+
+Every statement lives in ``sparql/*.rq``; terms enter query text only
+through :func:`engine.queries.sparql_term` / ``sparql_values``.
 """
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import pyoxigraph as ox
 
-from engine.backends.common import Found, chunks, informative, look_through, select_candidates
+from engine.backends.common import (
+    Found,
+    chunks,
+    crowd_cap,
+    informative,
+    label_relations,
+    look_through,
+    sample_key,
+    select_candidates,
+)
 from engine.backends.oxigraph.database import Database
-from engine.backends.sparql_reads import BATCH, SparqlReads, node_id, values
-from engine.graph import DEFAULT_POLICY, Candidate, Node, Relation, RelationPolicy, is_literal, local_name
-from engine.queries import render, sparql
+from engine.backends.oxigraph.summaries import HUB_EDGES, SAMPLE_KEEP, Key
+from engine.backends.sparql_reads import SparqlReads, node_id
+from engine.graph import (
+    CANDIDATE_WINDOW,
+    DEFAULT_POLICY,
+    Candidate,
+    Direction,
+    Node,
+    Relation,
+    RelationPolicy,
+    is_literal,
+    literal_term,
+    local_name,
+)
+from engine.queries import render, sparql, sparql_term
+
+UNION_BATCH = 64  # branches per bounded query
+SCHEMA_TAILS = 50  # tails sampled per relation for the schema
+
+
+def _term(node: str) -> str:
+    return sparql_term(ox.NamedNode(node))
 
 
 class OxigraphKG(SparqlReads):
@@ -26,7 +67,9 @@ class OxigraphKG(SparqlReads):
     def __init__(self, db: Database, policy: RelationPolicy = DEFAULT_POLICY) -> None:
         super().__init__(policy)
         self.db = db
+        self.summaries = db.summaries
         self.schema = SampledSchema(self)
+        self.made = {"hubs": 0, "crowded_pairs": 0}  # summaries this process had to make
 
     @property
     def name_predicates(self) -> tuple[str, ...]:
@@ -35,39 +78,130 @@ class OxigraphKG(SparqlReads):
     def _select(self, text: str, params: Sequence[tuple[str, str]] = ()) -> list:
         return self.db.query(text, self.meter)
 
+    # -- relations ---------------------------------------------------------------
+    def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
+        iris = [e for e in dict.fromkeys(entities) if not is_literal(e)]
+        degrees = self.degrees(iris)
+        names = self.name_predicates
+        out: dict[str, list[Relation]] = {e: [] for e in entities}
+        for e in iris:
+            found = [Relation(p, d, degree=n) for d in ("out", "in") for p, n in degrees.get((e, d), {}).items()]
+            out[e] = informative(found, self.policy, names)
+        label_relations(self, out, self._relation_labels)
+        return out
+
+    def degrees(self, iris: Sequence[str]) -> dict[tuple[str, Direction], dict[str, int]]:
+        """{(entity, direction): {relation: degree}}: hubs from their summaries
+        (made now, once, for a hub met for the first time), the others from
+        at most HUB_EDGES + 1 of their edges per direction."""
+        with self.meter.timing(lookups=0):  # a local table, not a round trip
+            hubs = self.summaries.hubs(iris)
+        out: dict[tuple[str, Direction], dict[str, int]] = {k: v for k, v in hubs.items()}  # type: ignore[misc]
+        todo: list[tuple[str, Direction]] = [(e, d) for e in iris for d in ("out", "in") if (e, d) not in hubs]
+        for part in chunks(todo, UNION_BATCH):
+            branches = "\n  UNION\n  ".join(
+                render(f"relations_bounded_{d}", e=_term(e), limit=HUB_EDGES + 1, k=k).strip()
+                for k, (e, d) in enumerate(part))
+            found: dict[int, dict[str, int]] = defaultdict(dict)
+            for row in self._select(render("relations_bounded", branches=branches)):
+                found[int(row["k"].value)][row["p"].value] = int(row["n"].value)
+            for k, key in enumerate(part):
+                got = found.get(k, {})
+                out[key] = self._summarise(*key) if sum(got.values()) > HUB_EDGES else got
+        return out
+
+    def _summarise(self, entity: str, direction: Direction) -> dict[str, int]:
+        """A hub's relations and degrees, by one native count over its edges; kept."""
+        rows = self._select(render(f"degrees_{direction}", e=_term(entity)))
+        degrees = {r["p"].value: int(r["n"].value) for r in rows}
+        self.summaries.set_hub(entity, direction, degrees)
+        self.made["hubs"] += 1
+        return degrees
+
+    # -- expand ------------------------------------------------------------------
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
                over: int = 0, size: int = 5) -> list[Candidate]:
-        names = self._name_terms()
-        found: dict[tuple[str, Relation], dict[str, list]] = defaultdict(dict)
-        for direction in ("out", "in"):
-            pairs = [(ox.NamedNode(e), ox.NamedNode(r.id)) for e, r in requests
-                     if r.direction == direction and not is_literal(e)]
-            for part in chunks(pairs, BATCH):
-                text = render(f"expand_{direction}", pairs=values(part), names=values(names))
-                for row in self._select(text):
-                    key = (row["e"].value, Relation(row["p"].value, direction))
-                    x = row["x"]
-                    xid = node_id(x)
-                    slot = found[key].setdefault(xid, [x, []])
-                    np = row["np"]
-                    if np is not None:
-                        slot[1].append((xid, np.value, row["name"]))
-        # xid -> Node (None when unnamed) per request, then the shared selection
-        nodes: Found = {}
-        for key, seen in found.items():
-            nodes[key] = {}
-            for xid, (term, name_rows) in seen.items():
-                if isinstance(term, ox.Literal):
-                    dtype = term.datatype.value if term.datatype else None
-                    nodes[key][xid] = Node(xid, term.value, True, dtype)
-                elif not isinstance(term, ox.BlankNode):
-                    name = self._pick_names(name_rows).get(xid)
-                    nodes[key][xid] = Node(xid, name) if name is not None else None
+        pairs = list(dict.fromkeys((e, r) for e, r in requests if not is_literal(e)))
+        window = CANDIDATE_WINDOW * limit
+        ordered, degree = self.neighbours(pairs, window)
+        windows: dict[tuple[str, Relation], list[str]] = {}
+        caps: dict[tuple[str, Relation], int] = {}
+        for pair in pairs:
+            caps[pair] = crowd_cap(degree[pair], limit, over, size)
+            windows[pair] = ordered[pair][: CANDIDATE_WINDOW * caps[pair]]
+        found: Found = {pair: {} for pair in pairs}
+        # names for as many of each window as its cap asks (unnamed nodes are
+        # looked through, so a pair may need a few more), a round at a time
+        asked = {pair: 0 for pair in pairs}
+        want = dict(caps)
+        while want:
+            batch = {pair: windows[pair][asked[pair]: asked[pair] + n] for pair, n in want.items()}
+            names = self.labels([x for xs in batch.values() for x in xs if not is_literal(x)])
+            for pair, xs in batch.items():
+                asked[pair] += len(xs)
+                for xid in xs:
+                    node: Node | None
+                    if is_literal(xid):
+                        term = literal_term(xid)
+                        node = Node(xid, term.value, True, term.datatype.value if term.datatype else None)
+                    else:
+                        node = Node(xid, names[xid]) if xid in names else None
+                    found[pair][xid] = node
+            want = {}
+            for pair in batch:
+                named = sum(1 for node in found[pair].values() if node is not None)
+                if named < caps[pair] and asked[pair] < len(windows[pair]):
+                    want[pair] = caps[pair] - named
         return select_candidates(
-            requests, nodes, limit,
+            requests, found, limit,
             lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named),
-            over=over, size=size)
+            over=over, size=size, counts=degree)
 
+    def neighbours(self, pairs: Sequence[tuple[str, Relation]], window: int
+                   ) -> tuple[dict[tuple[str, Relation], list[str]], dict[tuple[str, Relation], int]]:
+        """Each pair's first ``window`` neighbours (at least) in the sample
+        order, and its degree: small pairs read whole (at most window + 1
+        rows), crowded ones from their kept sample (made now, once)."""
+        key = {pair: (pair[0], pair[1].id, pair[1].direction) for pair in pairs}
+        with self.meter.timing(lookups=0):
+            kept = self.summaries.samples(key.values())
+        ordered: dict[tuple[str, Relation], list[str]] = {}
+        degree: dict[tuple[str, Relation], int] = {}
+        todo = []
+        for pair in pairs:
+            sample = kept.get(key[pair])
+            if sample is not None and len(sample[1]) >= min(sample[0], window):
+                degree[pair], ordered[pair] = sample
+            else:
+                todo.append(pair)
+        for part in chunks(todo, UNION_BATCH):
+            branches = "\n  UNION\n  ".join(
+                render(f"neighbours_bounded_{r.direction}", e=_term(e), p=_term(r.id), limit=window + 1, k=k).strip()
+                for k, (e, r) in enumerate(part))
+            found: dict[int, list[str]] = defaultdict(list)
+            for row in self._select(render("neighbours_bounded", branches=branches)):
+                found[int(row["k"].value)].append(node_id(row["x"]))
+            for k, pair in enumerate(part):
+                xs = found.get(k, [])
+                if len(xs) > window:
+                    degree[pair], ordered[pair] = self._sample(key[pair], max(window, SAMPLE_KEEP))
+                else:
+                    degree[pair], ordered[pair] = len(xs), sorted(xs, key=sample_key)
+        return ordered, degree
+
+    def _sample(self, key: Key, keep: int) -> tuple[int, list[str]]:
+        """A crowded pair's degree and first ``keep`` neighbours in the sample
+        order, sorted by the store (only they come back); kept."""
+        entity, relation, direction = key
+        e, p = _term(entity), _term(relation)
+        rows = self._select(render(f"sample_{direction}", e=e, p=p, limit=keep))
+        sample = sorted((node_id(r["x"]) for r in rows), key=sample_key)
+        degree = self.pair_degree(entity, relation, direction)
+        self.summaries.set_sample(key, degree, sample)
+        self.made["crowded_pairs"] += 1
+        return degree, sample
+
+    # -- the rest ------------------------------------------------------------------
     def search_entities(self, keys: Sequence[str]) -> dict[str, list[Node]]:
         started = time.perf_counter()
         found = self.db.index.lookup(list(dict.fromkeys(k for k in keys if k)))
@@ -90,22 +224,85 @@ class OxigraphKG(SparqlReads):
 
     def stats(self) -> dict:
         triples = self._select(sparql("count"))[0]["n"].value
-        return {"triples": int(triples), "names": self.db.index.count()}
+        made = self.summaries.counts()
+        return {"triples": int(triples), "names": self.db.index.count(),
+                "hubs summarised": made["hubs"], "crowded pairs sampled": made["crowded_pairs"],
+                "relations with a look-ahead schema": made["schema_relations"],
+                "summaries": f"made when first needed (hubs: more than {HUB_EDGES} edges in a direction; "
+                             f"samples: the first {SAMPLE_KEEP} neighbours in sample order; schema: "
+                             f"{SCHEMA_TAILS} tails per relation), kept until the next load"}
+
+    def pair_degree(self, entity: str, relation: str, direction: str) -> int:
+        rows = self._select(render(f"degree_{direction}", e=_term(entity), p=_term(relation)))
+        return int(rows[0]["n"].value) if rows else 0
+
+    def refresh(self, facts: Iterable[tuple[str, str, str]]) -> None:
+        """Bring the summaries of the pairs ``facts`` touch up to date with the
+        KG (after a correction changed them). Idempotent: it reads the KG as
+        it is, so running it twice changes nothing."""
+        summaries = self.summaries
+        for s, r, o in facts:
+            ends: list[tuple[str, Direction, str]] = [(s, "out", o)]
+            if not is_literal(o):
+                ends.append((o, "in", s))
+            for entity, direction, neighbour in ends:
+                n = None
+                if summaries.is_hub(entity, direction):
+                    n = self.pair_degree(entity, r, direction)
+                    summaries.set_degree(entity, direction, r, n)
+                key = (entity, r, direction)
+                kept = summaries.samples([key]).get(key)
+                if kept is None:
+                    continue
+                n = self.pair_degree(entity, r, direction) if n is None else n
+                # a sample is the first neighbours in sample order: it stays one
+                # when a neighbour leaves it, or joins it ahead of its last one
+                # (or anywhere, when it held every neighbour)
+                before, old = kept
+                sample = [x for x in old if x != neighbour]
+                if self._holds(entity, r, direction, neighbour) and (
+                        len(old) >= before or (old and sample_key(neighbour) < sample_key(old[-1]))):
+                    sample = heapq.nsmallest(len(sample) + 1, [*sample, neighbour], key=sample_key)
+                summaries.set_sample(key, n, sample[: max(len(old), SAMPLE_KEEP)])
+
+    def _holds(self, entity: str, relation: str, direction: Direction, neighbour: str) -> bool:
+        a = ox.NamedNode(entity)
+        b = literal_term(neighbour) if is_literal(neighbour) else ox.NamedNode(neighbour)
+        s, o = (a, b) if direction == "out" else (b, a)
+        if not isinstance(s, ox.NamedNode):
+            return False
+        return next(iter(self.db.store.quads_for_pattern(s, ox.NamedNode(relation), o, ox.DefaultGraph())),
+                    None) is not None
 
 
 class SampledSchema:
-    """Which relations follow which, from a sample of the nodes a relation
-    leads to (``schema_*.rq``); cached per store."""
+    """Which relations follow which: the relations around a bounded sample
+    of the nodes a relation leads to (``schema_tails.rq``), asked for a
+    whole batch of relations at once and kept per relation."""
 
     def __init__(self, kg: OxigraphKG) -> None:
         self.kg = kg
-        self._cache: dict[Relation, list[Relation]] = {}
 
-    def after(self, relation: Relation) -> list[Relation]:
-        if relation not in self._cache:
-            kg = self.kg
-            rows = kg.db.query(sparql(f"schema_{relation.direction}"), kg.meter,
-                               substitutions={ox.Variable("p"): ox.NamedNode(relation.id)})
-            self._cache[relation] = informative((Relation(r["q"].value, r["dir"].value) for r in rows),
-                                                kg.policy, kg.name_predicates)
-        return self._cache[relation]
+    def after(self, relations: Sequence[Relation]) -> dict[Relation, list[Relation]]:
+        kg = self.kg
+        keys = {(r.id, r.direction): r for r in relations}
+        with kg.meter.timing(lookups=0):
+            kept = kg.summaries.follows(keys)
+        todo = [k for k in keys if k not in kept]
+        made: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for part in chunks(todo, UNION_BATCH):
+            branches = "\n  UNION\n  ".join(
+                render(f"schema_tails_{d}", p=_term(r), limit=SCHEMA_TAILS, k=k).strip()
+                for k, (r, d) in enumerate(part))
+            tails: dict[int, list[str]] = defaultdict(list)
+            for row in kg._select(render("schema_tails", branches=branches)):
+                tails[int(row["k"].value)].append(row["n"].value)
+            degrees = kg.degrees(sorted({n for ns in tails.values() for n in ns}))
+            for k, key in enumerate(part):
+                found = [Relation(p, d) for n in tails.get(k, []) for d in ("out", "in")
+                         for p in degrees.get((n, d), {})]
+                made[key] = [(r.id, r.direction) for r in informative(found, kg.policy, kg.name_predicates)]
+        if made:
+            kg.summaries.set_follows(made)
+        kept.update(made)
+        return {keys[k]: [Relation(r, d) for r, d in kept[k]] for k in keys}  # type: ignore[arg-type]

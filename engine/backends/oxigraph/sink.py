@@ -37,6 +37,7 @@ class OxigraphSink:
         return LoadCheckpoint.from_dict(self.db.index.checkpoint(source))
 
     def begin(self) -> None:
+        self.db.summaries.clear()  # the load may add edges anywhere: summaries are remade as needed
         self.db.index.begin_bulk()
 
     def write(self, quads: Iterable[ox.Quad]) -> None:
@@ -59,6 +60,7 @@ class OxigraphSink:
 
     def end(self) -> None:
         self.db.index.end_bulk(True)
+        self.db.summaries.clear()  # also what questions asked of a half-loaded store made
 
 
 class OxigraphNativeLoader:

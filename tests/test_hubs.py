@@ -1,0 +1,206 @@
+"""Hubs on the embedded store: a 210k-edge entity is never read whole.
+
+Every query's rows are counted (a spy on the KG's one query function):
+relation listing and expansion return at most a bounded number of rows
+whatever the hub, the hub's summary and its crowded pair's sample are made
+once and then read back, answers equal those computed from the whole
+graph, and corrections, reverts and a killed-then-resumed load keep the
+summaries true to the KG."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import RDFS_LABEL, iri, open_graph, write_nt
+
+from engine.backends.common import sample_key
+from engine.backends.oxigraph.summaries import HUB_EDGES, SAMPLE_KEEP
+from engine.graph import Relation, local_name
+
+OUT, IN = 150_000, 60_000
+LINKS, LIKES, BORN = Relation(iri("links"), "out"), Relation(iri("likes"), "in"), Relation(iri("born_in"), "out")
+
+
+def _hub_lines() -> list[str]:
+    lines = [f'<{iri("hub")}> <{RDFS_LABEL}> "The Hub" .', f'<{iri("city")}> <{RDFS_LABEL}> "Hub City" .',
+             f"<{iri('hub')}> <{iri('born_in')}> <{iri('city')}> ."]
+    lines += [f"<{iri('hub')}> <{iri('links')}> <{iri(f'n{i}')}> ." for i in range(OUT)]
+    lines += [f'<{iri(f"n{i}")}> <{RDFS_LABEL}> "Node {i}" .' for i in range(0, OUT, 3)]  # a third named
+    lines += [f"<{iri(f'm{i}')}> <{iri('likes')}> <{iri('hub')}> ." for i in range(IN)]
+    lines += [f'<{iri(f"m{i}")}> <{RDFS_LABEL}> "Fan {i}" .' for i in range(IN)]
+    return lines
+
+
+@pytest.fixture(scope="module")
+def loaded_hub(tmp_path_factory):
+    """A store holding the hub graph, loaded once (and closed)."""
+    from engine.store import open_store
+    from loaders.load import load_file
+
+    folder = tmp_path_factory.mktemp("hub")
+    with open_store(folder / "store", create=True) as store:
+        report = load_file(store.need_sink(), write_nt(folder / "hub.nt", _hub_lines()))
+    assert report.skipped == 0 and report.triples == 3 + OUT + OUT // 3 + 2 * IN
+    return folder / "store"
+
+
+@pytest.fixture
+def hub_store(loaded_hub, tmp_path):
+    """A copy of it of the test's own, open."""
+    import shutil
+
+    shutil.copytree(loaded_hub, tmp_path / "hub-store")
+    return open_graph(tmp_path / "hub-store")
+
+
+class Spy:
+    """Every query the KG sends, with the rows it returned."""
+
+    def __init__(self, kg, monkeypatch) -> None:
+        self.calls: list[tuple[str, int]] = []
+        plain = kg._select
+
+        def spy(text, params=()):
+            rows = plain(text, params)
+            self.calls.append((text, len(rows)))
+            return rows
+
+        monkeypatch.setattr(kg, "_select", spy)
+
+    def most_rows(self) -> int:
+        return max((n for _, n in self.calls), default=0)
+
+    def full_reads(self) -> int:
+        """Queries that read a whole hub or pair (natively) to summarise it."""
+        return sum(1 for text, _ in self.calls if "GROUP BY ?p\n" in text + "\n" and "?k" not in text
+                   or "ORDER BY (SHA1" in text)
+
+
+def _expected(limit: int, cap: int | None = None, extra: tuple[str, str] | None = None) -> list[tuple[str, str]]:
+    """What the search must be offered for (hub, links), from the whole pair
+    (and ``extra``, a named neighbour added since): the named neighbours of
+    the window in sample order, then the unnamed ones under their IRI's tail
+    (nothing is behind them)."""
+    cap = cap or limit
+    names = {iri(f"n{i}"): f"Node {i}" for i in range(0, OUT, 3)}
+    everyone = [iri(f"n{i}") for i in range(OUT)]
+    if extra is not None:
+        everyone.append(extra[0])
+        names[extra[0]] = extra[1]
+    window = sorted(everyone, key=sample_key)[: 4 * cap]
+    named = [(x, names[x]) for x in window if x in names]
+    unnamed = [(x, local_name(x)) for x in window if x not in names]
+    return (named + unnamed)[:cap]
+
+
+def test_a_hubs_relations_come_from_its_summary_without_reading_its_edges_again(hub_store, monkeypatch):
+    kg = hub_store.kg
+    spy = Spy(kg, monkeypatch)
+    rels = {(r.id, r.direction): r.degree for r in kg.relations([iri("hub")])[iri("hub")]}
+    assert rels == {(LINKS.id, "out"): OUT, (BORN.id, "out"): 1, (LIKES.id, "in"): IN}
+    first = len(spy.calls)
+    assert spy.full_reads() == 2 and spy.most_rows() <= HUB_EDGES  # one native count per direction, once
+    spy.calls.clear()
+    again = kg.relations([iri("hub"), iri("city")])
+    assert {(r.id, r.direction): r.degree for r in again[iri("hub")]} == rels
+    assert again[iri("city")] == [Relation(BORN.id, "in")]
+    assert spy.full_reads() == 0 and spy.most_rows() <= 2 and len(spy.calls) <= first
+    assert hub_store.kg.summaries.counts()["hubs"] == 2
+
+
+def test_expanding_a_crowded_pair_reads_only_its_sample(hub_store, monkeypatch):
+    kg = hub_store.kg
+    spy = Spy(kg, monkeypatch)
+    for limit in (5, 40, 100):
+        spy.calls.clear()
+        got = [(c.node.id, c.node.name) for c in kg.expand([(iri("hub"), LINKS)], limit=limit)]
+        assert got == _expected(limit), limit
+        assert spy.most_rows() <= max(SAMPLE_KEEP, 4 * limit + 1)
+    assert kg.made["crowded_pairs"] == 1  # sampled once, then read back
+    # ToG's sampling of crowded relations, and the other direction of the hub
+    assert [c.node.id for c in kg.expand([(iri("hub"), LINKS)], limit=100, over=20, size=3)] == \
+        [x for x, _ in _expected(100, cap=3)]
+    fans = kg.expand([(iri("hub"), LIKES)], limit=7)
+    want = sorted((iri(f"m{i}") for i in range(IN)), key=sample_key)[:7]
+    assert [c.node.id for c in fans] == want and all(c.node.name.startswith("Fan ") for c in fans)
+    assert spy.most_rows() <= SAMPLE_KEEP and kg.made["crowded_pairs"] == 2
+
+
+def test_a_question_about_a_hub_is_answered_from_bounded_reads(hub_store, monkeypatch):
+    from engine.pruning import get_pruner
+    from engine.reasoning import get_reasoner
+    from engine.runs import ask
+    from engine.search import SearchConfig
+
+    spy = Spy(hub_store.kg, monkeypatch)
+    for _ in range(2):
+        r = ask(hub_store, "where was [The Hub] born", get_pruner("hybrid"), get_reasoner("offline"), SearchConfig())
+        assert r.result.answer.names == ["Hub City"]
+        assert spy.most_rows() <= SAMPLE_KEEP
+    spy.calls.clear()
+    ask(hub_store, "which nodes does [The Hub] link to", get_pruner("hybrid"), get_reasoner("offline"),
+        SearchConfig(), record=False)
+    assert spy.most_rows() <= SAMPLE_KEEP and spy.full_reads() <= 2  # at most the first sample of each pair
+
+
+def test_corrections_and_reverts_keep_the_summaries_true(hub_store, tog, monkeypatch):
+    kg = hub_store.kg
+    kg.relations([iri("hub")])
+    kg.expand([(iri("hub"), LINKS)], limit=3)  # summary and sample made
+    j = min(range(IN), key=lambda i: sample_key(iri(f"m{i}")))  # a fan ahead of most nodes in sample order
+    newcomer = iri(f"m{j}")
+    hub_store.close()
+    store = hub_store.name
+    added = tog("correct", "--add", f"<{iri('hub')}>|<{iri('links')}>|<{newcomer}>", "--add",
+                f"<{iri('hub')}>|<{iri('rare')}>|<{iri('city')}>", "--reason", "r", "--store", store)
+    assert added.exit_code == 0, added.output
+    cid = re.search(r"correction (\S+):", added.output).group(1)
+    g = open_graph(store)
+    spy = Spy(g.kg, monkeypatch)
+    rels = {(r.id, r.direction): r.degree for r in g.kg.relations([iri("hub")])[iri("hub")]}
+    assert rels[(LINKS.id, "out")] == OUT + 1 and rels[(iri("rare"), "out")] == 1
+    got = [(c.node.id, c.node.name) for c in g.kg.expand([(iri("hub"), LINKS)], limit=100)]
+    assert got == _expected(100, extra=(newcomer, f"Fan {j}")) and (newcomer, f"Fan {j}") in got
+    assert spy.full_reads() == 0  # the correction updated the summary and the sample in place
+    g.close()
+    assert tog("corrections", "revert", cid, "--store", store).exit_code == 0
+    g = open_graph(store)
+    spy = Spy(g.kg, monkeypatch)
+    rels = {(r.id, r.direction): r.degree for r in g.kg.relations([iri("hub")])[iri("hub")]}
+    assert rels == {(LINKS.id, "out"): OUT, (BORN.id, "out"): 1, (LIKES.id, "in"): IN}
+    assert [(c.node.id, c.node.name) for c in g.kg.expand([(iri("hub"), LINKS)], limit=100)] == _expected(100)
+    assert spy.full_reads() == 0
+    g.close()
+    info = tog("info", "--store", store)
+    assert "hubs summarised: 2" in info.output and "crowded pairs sampled: 1" in info.output, info.output
+
+
+def test_a_killed_load_leaves_summaries_true_after_it_resumes(tmp_path, tog):
+    """Questions asked of a half-loaded store make summaries of what is there;
+    the resumed load's end makes them true to the whole file."""
+    from test_loaders import _kill_mid_load
+
+    edges = 4 * HUB_EDGES
+    lines = [f"<{iri('star')}> <{iri('fan_of')}> <{iri(f'f{i}')}> ." for i in range(edges)]
+    lines.append(f'<{iri("star")}> <{RDFS_LABEL}> "Star" .')
+    f = write_nt(tmp_path / "star.nt", lines)
+    store = tmp_path / "star-store"
+    for _ in range(3):
+        if _kill_mid_load(f, store, chunks_before_kill=120):
+            break
+        import shutil
+
+        shutil.rmtree(store, ignore_errors=True)
+    else:
+        pytest.fail("every load finished before it could be killed")
+    g = open_graph(store)
+    (partial,) = g.kg.relations([iri("star")])[iri("star")]
+    assert partial.degree < edges
+    assert g.kg.summaries.counts()["hubs"] == (partial.degree > HUB_EDGES)  # summarised as it is now
+    g.close()
+    resumed = tog("load", f, "--store", store)
+    assert resumed.exit_code == 0 and "resumed at line" in resumed.output, resumed.output
+    g = open_graph(store)
+    (full,) = g.kg.relations([iri("star")])[iri("star")]
+    assert full.degree == edges
