@@ -1,5 +1,8 @@
-// Subjects of each [entity, relation] pair (in-edges).
+// At most $n subjects of each [entity, relation, k] (in-edges); see expand_out.
 UNWIND $pairs AS pair
-MATCH (e:Entity {id: pair[0]})<-[:$(pair[1])]-(x:Entity)
-RETURN pair[0] AS e, pair[1] AS p, x.id AS x, x.name AS name, false AS literal,
-       null AS value, null AS datatype
+MATCH (e:Entity {id: pair[0]})
+CALL (e, pair) {
+  MATCH (e)<-[:$(pair[1])]-(x:Entity)
+  RETURN x LIMIT $n
+}
+RETURN pair[2] AS k, x.id AS x, x.name AS name, false AS literal, null AS value, null AS datatype

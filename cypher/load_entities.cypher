@@ -1,4 +1,5 @@
-// [entity, name or null, rank] rows: one Entity node each; a row's name
+// [entity, name or null, rank, sample key] rows: one Entity node each (the
+// sample key, the SHA-1 of its IRI, orders the samples of crowded pairs); a row's name
 // replaces the node's when it ranks better (lower is better).  The rank is
 // read after taking the node's write lock (the SET/REMOVE pair), as another
 // chunk's transaction may be naming the same entity.
@@ -7,6 +8,7 @@
 UNWIND range(0, size($rows) - 1) AS i
 WITH i, $rows[i] AS row
 MERGE (e:Entity {id: row[0]})
+  ON CREATE SET e.sk = row[3]
 WITH i, row, e
 CALL (e, row) {
   WITH e, row WHERE row[1] IS NOT NULL

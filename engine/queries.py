@@ -55,12 +55,32 @@ def render(name: str, **blocks: str | int) -> str:
     """``sparql(name)`` with each ``{{block}}`` replaced by a VALUES body
     produced by :func:`sparql_values`, by other rendered statements, or by
     an ``int`` (a LIMIT or an OFFSET)."""
-    text = sparql(name)
+    return _fill(sparql(name), f"sparql/{name}.rq", blocks)
+
+
+def cypher_name(identifier: str) -> str:
+    """A name (a relationship type: a KG relation's IRI) as Cypher text:
+    backquoted, a backquote inside doubled. The one way an identifier
+    reaches Cypher text; values are parameters. Neo4j plans a degree count
+    of a type named in the text from its degree store, and scans every
+    relationship for a type given as a parameter."""
+    if not isinstance(identifier, str) or not identifier or "\x00" in identifier:
+        raise ValueError(f"not a usable Cypher name: {identifier!r}")
+    return "`" + identifier.replace("`", "``") + "`"
+
+
+def render_cypher(name: str, **blocks: str | int) -> str:
+    """``cypher(name)`` with each ``{{block}}`` replaced by other rendered
+    statements, names from :func:`cypher_name`, or an ``int``."""
+    return _fill(cypher(name), f"cypher/{name}.cypher", blocks)
+
+
+def _fill(text: str, where: str, blocks: dict[str, str | int]) -> str:
     for key, body in blocks.items():
         marker = "{{" + key + "}}"
         if marker not in text:
-            raise KeyError(f"sparql/{name}.rq has no {marker}")
+            raise KeyError(f"{where} has no {marker}")
         if isinstance(body, bool) or not isinstance(body, (str, int)):
-            raise TypeError(f"{{{{{key}}}}} of sparql/{name}.rq takes text or an int, not {body!r}")
+            raise TypeError(f"{{{{{key}}}}} of {where} takes text or an int, not {body!r}")
         text = text.replace(marker, str(body))
     return text

@@ -380,12 +380,25 @@ def test_every_cypher_file_compiles_on_the_server(neo4j_store):
 
     from engine.backends.neo4j.session import migrations
 
+    from engine.queries import cypher_name, render_cypher
+
     names = [p.name[:-7] for p in resources.files("cypher").iterdir() if p.name.endswith(".cypher")]
     assert len(names) > 25
+    # texts assembled from fragments, with a relation IRI that needs its quoting
+    odd = cypher_name("urn:tog:r:a `quoted` type")
+    assembled = {
+        "hub_relations": render_cypher("hub_relations", out_counts=render_cypher("hub_count_out", type=odd).strip(),
+                                       in_counts=render_cypher("hub_count_in", type=odd).strip()),
+        "pair_degree": render_cypher("pair_degree", type=odd),
+    }
+    fragments = {"hub_count_out", "hub_count_in"}  # compiled inside hub_relations
     kg = open_spec(neo4j_store).kg.session
     with kg.driver.session() as s:
         for name in names:
-            text = resources.files("cypher").joinpath(f"{name}.cypher").read_text(encoding="utf-8")
+            if name in fragments:
+                continue
+            text = assembled.get(name) or resources.files("cypher").joinpath(f"{name}.cypher").read_text(encoding="utf-8")
+            assert "{{" not in text, name
             if "IN TRANSACTIONS" not in text:
                 s.run(neo4j.Query("EXPLAIN " + text)).consume()
     applied = [r["id"] for r in kg.driver.execute_query(

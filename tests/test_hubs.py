@@ -204,3 +204,71 @@ def test_a_killed_load_leaves_summaries_true_after_it_resumes(tmp_path, tog):
     g = open_graph(store)
     (full,) = g.kg.relations([iri("star")])[iri("star")]
     assert full.degree == edges
+
+
+@pytest.mark.neo4j
+def test_neo4j_answers_the_same_from_bounded_reads(neo4j_store, loaded_hub, tmp_path, monkeypatch):
+    """The same hub in a real Neo4j: degrees from its degree store, every
+    statement's rows bounded, the crowded pair sorted by the server once
+    (and kept), the same candidates as the embedded store; a correction
+    updates the kept sample in its own transaction."""
+    from conftest import open_spec
+
+    from engine.feedback import correct
+    from loaders.load import load_file
+
+    store = open_spec(neo4j_store, create=True)
+    load_file(store.need_sink(), loaded_hub.parent / "hub.nt")
+    session = store.kg.session
+    rows: list[tuple[str, int]] = []
+    for method in ("run", "run_text"):
+        plain = getattr(session, method)
+
+        def spy(name, *args, _plain=plain, **params):
+            got = _plain(name, *args, **params)
+            rows.append((name, len(got)))
+            return got
+
+        monkeypatch.setattr(session, method, spy)
+    kg = store.kg
+    rels = {(r.id, r.direction): r.degree for r in kg.relations([iri("hub")])[iri("hub")]}
+    assert rels == {(LINKS.id, "out"): OUT, (BORN.id, "out"): 1, (LIKES.id, "in"): IN}
+    for limit in (5, 40, 100):
+        got = [(c.node.id, c.node.name) for c in kg.expand([(iri("hub"), LINKS)], limit=limit)]
+        assert got == _expected(limit), limit
+    fans = kg.expand([(iri("hub"), LIKES)], limit=7)
+    assert [c.node.id for c in fans] == sorted((iri(f"m{i}") for i in range(IN)), key=sample_key)[:7]
+    assert kg.made["crowded_pairs"] == 2 and max(n for _, n in rows) <= SAMPLE_KEEP
+    j = min(range(IN), key=lambda i: sample_key(iri(f"m{i}")))
+    newcomer = iri(f"m{j}")
+    c = correct(store, [], [f"<{iri('hub')}>|<{LINKS.id}>|<{newcomer}>"], "a test")
+    got = [(x.node.id, x.node.name) for x in kg.expand([(iri("hub"), LINKS)], limit=100)]
+    assert got == _expected(100, extra=(newcomer, f"Fan {j}"))
+    assert kg.made["crowded_pairs"] == 2  # updated in place by the correction's transaction
+    from engine.feedback import revert
+
+    revert(store, c.id)
+    assert [(x.node.id, x.node.name) for x in kg.expand([(iri("hub"), LINKS)], limit=100)] == _expected(100)
+    assert kg.made["crowded_pairs"] == 2 and max(n for _, n in rows) <= SAMPLE_KEEP
+
+
+@pytest.mark.neo4j
+def test_a_neo4j_database_made_before_sample_keys_gets_them_once(neo4j_store):
+    """Nodes written before nodes kept a sample key get theirs on the first
+    connection, once; crowded pairs then sort as everywhere else."""
+    import os
+
+    import neo4j
+    from conftest import METAQA, open_spec
+
+    from engine.backends.common import sample_hash
+    from loaders.load import load_file
+
+    load_file(open_spec(neo4j_store, create=True).need_sink(), METAQA / "kb.txt")
+    auth = (os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"])
+    with neo4j.GraphDatabase.driver(neo4j_store, auth=auth) as driver:
+        driver.execute_query("MATCH (n) WHERE n:Entity OR n:Value REMOVE n.sk")  # as an older tog wrote them
+        driver.execute_query("MATCH (s:TogSetting {key: 'sample_keys'}) DELETE s")
+        open_spec(neo4j_store)
+        rows = driver.execute_query("MATCH (n) WHERE n:Entity OR n:Value RETURN n.id AS id, n.sk AS sk").records
+    assert rows and all(r["sk"] == sample_hash(r["id"]) for r in rows)

@@ -122,3 +122,30 @@ def test_the_meter_counts_per_thread():
     t.start()
     t.join()
     assert (meter.lookups, meter.seconds) == (2, 0.5) and seen["other"] == (1, 1.0)
+
+
+def test_relationship_types_reach_cypher_text_only_quoted():
+    """The one way an identifier reaches Cypher text: backquoted, a
+    backquote inside doubled; the hub statement's assembled text is pinned."""
+    from engine.queries import cypher_name, render_cypher
+
+    assert cypher_name("urn:tog:r:has_tags") == "`urn:tog:r:has_tags`"
+    assert cypher_name("urn:x`) DETACH DELETE (n") == "`urn:x``) DETACH DELETE (n`"
+    for bad in ("", "a\x00b", None, 7):
+        with pytest.raises(ValueError):
+            cypher_name(bad)  # type: ignore[arg-type]
+    types = ["urn:tog:r:a", "urn:x`y"]
+    text = render_cypher("hub_relations",
+                         out_counts=", ".join(render_cypher("hub_count_out", type=cypher_name(t)).strip() for t in types),
+                         in_counts=", ".join(render_cypher("hub_count_in", type=cypher_name(t)).strip() for t in types))
+    statement = [line for line in text.splitlines() if not line.startswith("//")]
+    assert statement == [
+        "UNWIND $ids AS id",
+        "MATCH (e:Entity {id: id})",
+        "RETURN id AS e, [COUNT { (e)-[:`urn:tog:r:a`]->() }, COUNT { (e)-[:`urn:x``y`]->() }] AS outs, "
+        "[COUNT { (e)<-[:`urn:tog:r:a`]-() }, COUNT { (e)<-[:`urn:x``y`]-() }] AS ins",
+    ]
+    degree = render_cypher("pair_degree", type=cypher_name("urn:tog:r:a"))
+    assert [line for line in degree.splitlines() if not line.startswith("//")] == [
+        "MATCH (e:Entity {id: $e})",
+        "RETURN COUNT { (e)-[:`urn:tog:r:a`]->() } AS out, COUNT { (e)<-[:`urn:tog:r:a`]-() } AS in"]

@@ -52,6 +52,12 @@ def sample_key(node_id: str) -> tuple[str, str]:
     return hashlib.sha1(text.encode("utf-8")).hexdigest(), node_id
 
 
+def sample_hash(node_id: str) -> str:
+    """The hash part of ``sample_key``: what a store keeps on a node so that
+    it can sort neighbours in the sample order itself (Neo4j's ``sk``)."""
+    return sample_key(node_id)[0]
+
+
 def natural(path_id: str) -> tuple[int, str]:
     """Order path ids ``p2`` before ``p10``."""
     digits = "".join(c for c in path_id if c.isdigit())

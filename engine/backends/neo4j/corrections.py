@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.backends.common import sample_hash
+from engine.backends.neo4j.kg import refresh_samples
 from engine.backends.neo4j.session import Neo4jSession
 from engine.backends.neo4j.sink import literal_parts
 from engine.graph import Correction, Fact, is_literal, literal_term
@@ -32,11 +34,12 @@ class Neo4jCorrections:
             tx.run(cypher("fact_remove"), s=s, r=r, o=o).consume()
         for s, r, o in add:
             if is_literal(o):
-                _, value, datatype, lang = literal_parts(literal_term(o))
+                _, value, datatype, lang, o_sk = literal_parts(literal_term(o))
                 tx.run(cypher("fact_add_value"), s=s, r=r, o=o, value=value, datatype=datatype, lang=lang,
-                       correction=correction_id).consume()
+                       correction=correction_id, s_sk=sample_hash(s), o_sk=o_sk).consume()
             else:
-                tx.run(cypher("fact_add_entity"), s=s, r=r, o=o, correction=correction_id).consume()
+                tx.run(cypher("fact_add_entity"), s=s, r=r, o=o, correction=correction_id, s_sk=sample_hash(s),
+                       o_sk=sample_hash(o)).consume()
 
     @staticmethod
     def _save(tx, c: Correction) -> None:
@@ -51,9 +54,11 @@ class Neo4jCorrections:
 
         def work(tx) -> None:
             self._change(tx, c.id, c.removed, c.added)
+            refresh_samples(tx, self.session, [*c.removed, *c.added])
             self._save(tx, c)
 
         self.session.write_tx(work)
+        self.session.changed()
         return c
 
     def list(self) -> list[Correction]:
@@ -64,7 +69,9 @@ class Neo4jCorrections:
 
         def work(tx) -> None:
             self._change(tx, None, c.added, c.removed)  # restored facts carry no correction mark
+            refresh_samples(tx, self.session, [*c.added, *c.removed])
             self._save(tx, c)
 
         self.session.write_tx(work)
+        self.session.changed()
         return c

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
+from engine.backends.common import sample_hash
+from engine.backends.neo4j.session import SAMPLE_KEY_KIND, SAMPLE_KEYS
 from engine.backends.neo4j.sink import PendingWrites, _HashSet, split_quads
 from engine.errors import StoreError
 from engine.graph import DEFAULT_NAME_PREDICATES
@@ -37,8 +39,8 @@ from engine.store import LoadCheckpoint
 
 ARGS_FILE = "import.args"
 FILES = {  # file -> (import option, header)
-    "entities.csv": ("--nodes=Entity", "id:ID(Entity),name,name_rank:int"),
-    "values.csv": ("--nodes=Value", "id:ID(Value),value,datatype,lang"),
+    "entities.csv": ("--nodes=Entity", "id:ID(Entity),name,name_rank:int,sk"),
+    "values.csv": ("--nodes=Value", "id:ID(Value),value,datatype,lang,sk"),
     "names.csv": ("--nodes=TogName", "key,entity,source"),
     "loads.csv": ("--nodes=TogLoad", "source,path,lines:long,triples:long,skipped:long,names:long,complete:boolean"),
     "settings.csv": ("--nodes=TogSetting", "key,value"),
@@ -146,7 +148,7 @@ class Neo4jCsvExport(PendingWrites):
         with open(self.folder / "entities.csv", "w", encoding="utf-8", newline="") as f:
             f.write(FILES["entities.csv"][1] + "\n")
             for entity, best in self._entities.items():
-                f.write(_line(entity, *(best[::-1] if best else (None, None))))
+                f.write(_line(entity, *(best[::-1] if best else (None, None)), sample_hash(entity)))
         with open(self.folder / "values.csv", "w", encoding="utf-8", newline="") as f:
             f.write(FILES["values.csv"][1] + "\n")
             for row in self._values.values():
@@ -162,6 +164,7 @@ class Neo4jCsvExport(PendingWrites):
         with open(self.folder / "settings.csv", "w", encoding="utf-8", newline="") as f:
             f.write(FILES["settings.csv"][1] + "\n")
             f.write(_line("name_predicates", json.dumps(list(self.name_predicates))))
+            f.write(_line(SAMPLE_KEYS, json.dumps(SAMPLE_KEY_KIND)))
         args = [f"{option}={name}" for name, (option, _) in FILES.items()]
         (self.folder / ARGS_FILE).write_text("\n".join(args) + "\n", encoding="utf-8")
         return {"entities": len(self._entities), "values": len(self._values),

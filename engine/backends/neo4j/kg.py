@@ -1,27 +1,61 @@
 """The Neo4j backend's read role: the ``KnowledgeGraph`` over the data model
-of ``engine/backends/neo4j/__init__.py``, one round trip per beam step."""
+of ``engine/backends/neo4j/__init__.py``, one round trip per beam step, and
+bounded whatever the hubs:
+
+- relations: an entity's degree per direction comes from Neo4j's degree
+  store; up to ``HUB_EDGES`` its edges are listed, past that its relations
+  are counted per type (types named in the text: ``hub_relations.cypher``),
+  each count from the degree store. Neo4j keeps the degrees itself, so
+  nothing is kept for hubs and corrections need no bookkeeping for them;
+- expand: each pair's neighbours are read lazily up to the candidate
+  window with their names; a crowded pair's first ``SAMPLE_KEEP``
+  neighbours in the sample order are sorted by the server by their sample
+  key (``sk``) once and kept in a ``(:TogSample)`` node, which corrections
+  update in their own transaction;
+- the look-ahead schema: a bounded sample of each relation's tails, the
+  relations around them, kept in ``(:TogSchema)`` nodes.
+"""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 
-from engine.backends.common import Found, chunks, informative, label_relations, look_through, select_candidates
+from engine.backends.common import (
+    Found,
+    chunks,
+    crowd_cap,
+    informative,
+    label_relations,
+    look_through,
+    sample_key,
+    select_candidates,
+)
 from engine.backends.neo4j.session import Neo4jSession
 from engine.graph import (
+    CANDIDATE_WINDOW,
     DEFAULT_POLICY,
     Candidate,
+    Direction,
     KnowledgeGraph,
     Meter,
     Node,
     Relation,
     RelationPolicy,
     is_literal,
+    literal_term,
     literal_value,
     local_name,
 )
+from engine.queries import cypher_name, render_cypher
 
 BATCH = 2000  # rows per read statement
+HUB_EDGES = 1000  # edges in one direction past which an entity's relations are counted per type
+TYPES_PER_COUNT = 100  # relationship types counted per hub statement (the texts repeat: planned once)
+SAMPLE_KEEP = 4096  # neighbours kept per crowded pair, in sample order
+SCHEMA_TAILS = 50  # tails sampled per relation for the schema
+Key = tuple[str, str, str]  # (entity, relation, direction)
 
 
 def _node(row) -> Node | None:
@@ -29,6 +63,19 @@ def _node(row) -> Node | None:
     if row["literal"]:
         return Node(row["x"], row["value"], True, row["datatype"])
     return Node(row["x"], row["name"]) if row["name"] is not None else None
+
+
+def _id_node(x: str, names: dict[str, str]) -> Node | None:
+    """The Node of a neighbour known by its id (None for an unnamed entity)."""
+    if is_literal(x):
+        term = literal_term(x)
+        return Node(x, term.value, True, term.datatype.value if term.datatype else None)
+    return Node(x, names[x]) if x in names else None
+
+
+def sample_id(key: Key) -> str:
+    """The key of a ``(:TogSample)`` node."""
+    return "\n".join(key)
 
 
 class Neo4jKG(KnowledgeGraph):
@@ -40,50 +87,119 @@ class Neo4jKG(KnowledgeGraph):
         self.meter = Meter()
         self.schema = Neo4jSchema(self)
         self._relation_labels: dict[str, str | None] = {}
+        self.made = {"crowded_pairs": 0}
 
     def _run(self, name: str, **params) -> list:
         return self.session.run(name, meter=self.meter, **params)
 
+    def _run_text(self, text: str, **params) -> list:
+        return self.session.run_text(text, meter=self.meter, **params)
+
+    # -- relations ---------------------------------------------------------------
     def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
         out: dict[str, list[Relation]] = {e: [] for e in entities}
         iris = [e for e in dict.fromkeys(entities) if not is_literal(e)]
-        names = set(self.session.name_predicates)
-        for part in chunks(iris, BATCH):
-            for row in self._run("relations", ids=list(part)):
-                pred = row["p"]
-                if self.policy.allows(pred) and pred not in names:
-                    out[row["e"]].append(Relation(pred, row["dir"]))
-        for rels in out.values():
-            rels.sort(key=lambda r: (r.id, r.direction))
+        names = self.session.name_predicates
+        for e, found in self.degrees(iris).items():
+            out[e] = informative(found, self.policy, names)
         label_relations(self, out, self._relation_labels)
         return out
 
+    def degrees(self, iris: Sequence[str]) -> dict[str, list[Relation]]:
+        """The relations around each entity with their degrees (any, before the policy)."""
+        found: dict[str, list[Relation]] = {e: [] for e in iris}
+        small: list[str] = []
+        hubs: list[str] = []
+        for part in chunks(iris, BATCH):
+            for row in self._run("degrees", ids=list(part)):
+                (hubs if max(row["out"], row["in"]) > HUB_EDGES else small).append(row["e"])
+        for part in chunks(small, BATCH):
+            for row in self._run("relations", ids=list(part)):
+                found[row["e"]].append(Relation(row["p"], row["dir"], degree=row["n"]))
+        if hubs:
+            types = [t for t in self.session.relationship_types() if self.policy.allows(t)]
+            for group in chunks(types, TYPES_PER_COUNT):
+                text = render_cypher(
+                    "hub_relations",
+                    out_counts=", ".join(render_cypher("hub_count_out", type=cypher_name(t)).strip() for t in group),
+                    in_counts=", ".join(render_cypher("hub_count_in", type=cypher_name(t)).strip() for t in group))
+                for part in chunks(hubs, BATCH):
+                    for row in self._run_text(text, ids=list(part)):
+                        for t, n_out, n_in in zip(group, row["outs"], row["ins"]):
+                            if n_out:
+                                found[row["e"]].append(Relation(t, "out", degree=n_out))
+                            if n_in:
+                                found[row["e"]].append(Relation(t, "in", degree=n_in))
+        return found
+
+    # -- expand ------------------------------------------------------------------
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
                over: int = 0, size: int = 5) -> list[Candidate]:
-        found: Found = defaultdict(dict)
+        pairs = list(dict.fromkeys((e, r) for e, r in requests if not is_literal(e)))
+        window = CANDIDATE_WINDOW * limit
+        rows: dict[tuple[str, Relation], dict[str, Node | None]] = {pair: {} for pair in pairs}
         for direction in ("out", "in"):
-            pairs = [[e, r.id] for e, r in dict.fromkeys(requests) if r.direction == direction and not is_literal(e)]
-            for part in chunks(pairs, BATCH):
-                for row in self._run(f"expand_{direction}", pairs=list(part)):
-                    key = (row["e"], Relation(row["p"], direction))
-                    found[key][row["x"]] = _node(row)
+            group = [pair for pair in pairs if pair[1].direction == direction]
+            for part in chunks(group, BATCH):
+                for row in self._run(f"expand_{direction}", pairs=[[e, r.id, k] for k, (e, r) in enumerate(part)],
+                                     n=window + 1):
+                    rows[part[row["k"]]][row["x"]] = _node(row)
+        degree = {pair: len(found) for pair, found in rows.items()}
+        crowded = [pair for pair in pairs if degree[pair] > window]
+        if crowded:
+            samples = self._samples(crowded, window)
+            ids = {pair: samples[pair][1][: CANDIDATE_WINDOW * crowd_cap(samples[pair][0], limit, over, size)]
+                   for pair in crowded}
+            names = self.labels([x for xs in ids.values() for x in xs if not is_literal(x)])
+            for pair in crowded:
+                degree[pair] = samples[pair][0]
+                rows[pair] = {x: _id_node(x, names) for x in ids[pair]}
+        found: Found = {pair: {x: rows[pair][x] for x in sorted(rows[pair], key=sample_key)} for pair in pairs}
         return select_candidates(
             requests, found, limit,
             lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named),
-            over=over, size=size)
+            over=over, size=size, counts=degree)
+
+    def _samples(self, pairs: Sequence[tuple[str, Relation]], window: int
+                 ) -> dict[tuple[str, Relation], tuple[int, list[str]]]:
+        """Each crowded pair's degree and first neighbours in sample order:
+        kept ones, or sorted by the server now (and kept)."""
+        keys = {pair: (pair[0], pair[1].id, pair[1].direction) for pair in pairs}
+        kept = {row["key"]: (row["degree"], list(row["sample"]))
+                for row in self._run("samples_get", keys=[sample_id(k) for k in keys.values()])}
+        out = {}
+        for pair, key in keys.items():
+            got = kept.get(sample_id(key))
+            if got is None or len(got[1]) < min(got[0], window):
+                got = self._sample(key, max(window, SAMPLE_KEEP))
+            out[pair] = got
+        return out
+
+    def _sample(self, key: Key, keep: int) -> tuple[int, list[str]]:
+        entity, relation, direction = key
+        sample = [r["x"] for r in self._run(f"sample_{direction}", e=entity, p=relation, keep=keep)]
+        degree = self.pair_degree(entity, relation, direction)
+        self.session.run("sample_save", write=True, key=sample_id(key), degree=degree, sample=sample)
+        self.made["crowded_pairs"] += 1
+        return degree, sample
+
+    def pair_degree(self, entity: str, relation: str, direction: str) -> int:
+        rows = self._run_text(render_cypher("pair_degree", type=cypher_name(relation)), e=entity)
+        return int(rows[0][direction]) if rows else 0
 
     def _expand_named(self, requests: list[tuple[str, Relation]], limit: int) -> dict[str, list[Candidate]]:
         by_source: dict[str, list[Candidate]] = defaultdict(list)
         pairs = [[e, r.id] for e, r in requests]
         for part in chunks(pairs, BATCH):
             rows = {}
-            for row in self._run("expand_out", pairs=list(part)):
+            for row in self._run("look_through", pairs=list(part)):
                 rows[(row["e"], row["p"], row["x"])] = _node(row)
             for (e, p, _), node in sorted(rows.items()):
                 if node is not None and len(by_source[e]) < limit:
                     by_source[e].append(Candidate(e, Relation(p, "out"), node))
         return by_source
 
+    # -- the rest ------------------------------------------------------------------
     def labels(self, ids: Sequence[str]) -> dict[str, str]:
         out = {i: literal_value(i) for i in ids if is_literal(i)}
         iris = [i for i in dict.fromkeys(ids) if not is_literal(i)]
@@ -109,22 +225,62 @@ class Neo4jKG(KnowledgeGraph):
 
     def stats(self) -> dict:
         row = self._run("stats")[0]
-        return {"edges": row["edges"], "entities": row["entities"], "values": row["values"], "names": row["names"]}
+        kept = self.session.run("summaries_count")[0]
+        return {"edges": row["edges"], "entities": row["entities"], "values": row["values"], "names": row["names"],
+                "crowded pairs sampled": kept["samples"], "relations with a look-ahead schema": kept["schema"],
+                "summaries": f"hubs (more than {HUB_EDGES} edges in a direction) counted per relation from "
+                             f"Neo4j's degrees; samples of crowded pairs (the first {SAMPLE_KEEP} neighbours in "
+                             f"sample order) and the schema ({SCHEMA_TAILS} tails per relation) made when first "
+                             "needed, kept until the next load"}
+
+
+def refresh_samples(tx, session: Neo4jSession, facts: Sequence[tuple[str, str, str]]) -> None:
+    """Inside a correction's transaction: bring the kept samples of the pairs
+    ``facts`` touch up to date with the KG as the transaction sees it."""
+    from engine.queries import cypher
+
+    for s, r, o in facts:
+        ends: list[tuple[str, Direction, str]] = [(s, "out", o)]
+        if not is_literal(o):
+            ends.append((o, "in", s))
+        for entity, direction, neighbour in ends:
+            key = sample_id((entity, r, direction))
+            row = tx.run(cypher("samples_get"), keys=[key]).single()
+            if row is None:
+                continue
+            before, old = row["degree"], list(row["sample"])
+            counts = tx.run(render_cypher("pair_degree", type=cypher_name(r)), e=entity).single()
+            n = int(counts[direction]) if counts is not None else 0
+            there = tx.run(cypher("fact_exists"), s=s, r=r, o=o, literal=is_literal(o)).single()["found"]
+            sample = [x for x in old if x != neighbour]
+            if there and (len(old) >= before or (old and sample_key(neighbour) < sample_key(old[-1]))):
+                sample = sorted([*sample, neighbour], key=sample_key)
+            tx.run(cypher("sample_save"), key=key, degree=n, sample=sample[: max(len(old), SAMPLE_KEEP)]).consume()
 
 
 class Neo4jSchema:
-    """Which relations follow which, from a sample of a relation's tails
-    (``schema_*.cypher``); cached per store."""
+    """Which relations follow which: the relations around a bounded sample
+    of the nodes each relation leads to, a batch of relations at once,
+    kept in ``(:TogSchema)`` nodes."""
 
     def __init__(self, kg: Neo4jKG) -> None:
         self.kg = kg
-        self._cache: dict[Relation, list[Relation]] = {}
 
     def after(self, relations: Sequence[Relation]) -> dict[Relation, list[Relation]]:
         kg = self.kg
-        for relation in dict.fromkeys(relations):
-            if relation not in self._cache:
-                rows = kg._run(f"schema_{relation.direction}", relation=relation.id)
-                self._cache[relation] = informative((Relation(r["q"], r["dir"]) for r in rows), kg.policy,
-                                                    kg.session.name_predicates)
-        return {r: self._cache[r] for r in relations}
+        keys = {f"{r.id}\n{r.direction}": r for r in relations}
+        kept = {row["key"]: json.loads(row["follows"]) for row in kg._run("schema_get", keys=list(keys))}
+        todo = [k for k in keys if k not in kept]
+        for part in chunks(todo, 200):
+            rels = [[keys[k].id, keys[k].direction, i] for i, k in enumerate(part)]
+            tails: dict[int, list[str]] = defaultdict(list)
+            for row in kg._run("schema_tails", relations=rels, tails=SCHEMA_TAILS):
+                tails[row["k"]].append(row["n"])
+            around = kg.degrees(sorted({n for ns in tails.values() for n in ns}))
+            made = {}
+            for i, k in enumerate(part):
+                found = [r for n in tails.get(i, []) for r in around.get(n, [])]
+                made[k] = [[r.id, r.direction] for r in informative(found, kg.policy, kg.session.name_predicates)]
+            kg.session.run("schema_save", write=True, rows=[[k, json.dumps(v)] for k, v in made.items()])
+            kept.update(made)
+        return {r: [Relation(x[0], x[1]) for x in kept[k]] for k, r in keys.items()}

@@ -23,6 +23,9 @@ from engine.graph import DEFAULT_NAME_PREDICATES, Meter, utc_now
 from engine.queries import cypher
 
 
+SAMPLE_KEYS, SAMPLE_KEY_KIND = "sample_keys", "sha1"  # the setting that says every node has its ``sk``
+
+
 def migrations() -> list[str]:
     """Names of the schema migrations, in the order they apply."""
     folder = resources.files("cypher").joinpath("migrations")
@@ -89,6 +92,8 @@ class Neo4jSession:
             raise StoreError(f"not a usable Neo4j address {self.uri!r}: {e}") from None
         self._migrate()
         self.database_id: str = self.run("database_id")[0]["id"]
+        self._ensure_sample_keys()
+        self._types: list[str] | None = None
 
     # -- statements -----------------------------------------------------------
     def error(self, e: Exception) -> StoreError:
@@ -103,6 +108,11 @@ class Neo4jSession:
         """The statement ``cypher/<name>.cypher`` in its own transaction
         (retried by the driver on transient errors); its records. A read
         given a ``meter`` is counted on it."""
+        return self.run_text(cypher(name), write=write, meter=meter, **params)
+
+    def run_text(self, text: str, *, write: bool = False, meter: Meter | None = None, **params: Any) -> list:
+        """``run`` for a statement assembled from ``cypher/`` files
+        (identifiers only through ``engine.queries.cypher_name``)."""
         import time
 
         import neo4j
@@ -110,7 +120,7 @@ class Neo4jSession:
         started = time.perf_counter()
         try:
             records, _, _ = self.driver.execute_query(
-                cypher(name), params, database_=self.database,
+                text, params, database_=self.database,
                 routing_=neo4j.RoutingControl.WRITE if write else neo4j.RoutingControl.READ)
             return records
         except (self.nx.DriverError, self.nx.Neo4jError, OSError) as e:
@@ -118,6 +128,15 @@ class Neo4jSession:
         finally:
             if meter is not None:
                 meter.add(time.perf_counter() - started)
+
+    def run_batched(self, name: str) -> None:
+        """A statement that commits in batches itself (``CALL {} IN
+        TRANSACTIONS``), so in an implicit transaction."""
+        try:
+            with self.driver.session(database=self.database) as session:
+                session.run(cypher(name)).consume()
+        except (self.nx.DriverError, self.nx.Neo4jError, OSError) as e:
+            raise self.error(e) from e
 
     def write_tx(self, work: Callable[[Any], None]) -> None:
         """``work(tx)`` in one write transaction, retried on transient errors."""
@@ -133,6 +152,45 @@ class Neo4jSession:
             if name not in applied:
                 self.run(f"migrations/{name}", write=True)
                 self.run("migration_record", write=True, id=name, applied=utc_now())
+
+    def _ensure_sample_keys(self) -> None:
+        """Every KG node keeps its sample key (``sk``), by which the server
+        sorts a crowded pair's neighbours; a database made before nodes had
+        one is given them once, here (a progress bar on a terminal)."""
+        if self.setting(SAMPLE_KEYS, None) == SAMPLE_KEY_KIND:
+            return
+        missing = self.run("sample_keys_missing", write=True)[0]["n"]
+        if missing:
+            import sys
+
+            from engine.backends.common import sample_hash
+
+            bar = None
+            if sys.stderr.isatty():
+                from tqdm import tqdm
+
+                bar = tqdm(total=missing, unit="node", desc="sample keys (once)", dynamic_ncols=True)
+            while True:
+                rows = self.run("sample_keys_next", write=True, batch=10_000)
+                if not rows:
+                    break
+                self.run("sample_keys_set", write=True, rows=[[r["node"], sample_hash(r["id"])] for r in rows])
+                if bar is not None:
+                    bar.update(len(rows))
+            if bar is not None:
+                bar.close()
+        self.run("setting_set", write=True, key=SAMPLE_KEYS, value=json.dumps(SAMPLE_KEY_KIND))
+
+    def relationship_types(self) -> list[str]:
+        """The KG's relationship types (IRIs; tog's own types have none of
+        their characters), asked once per session and after ``changed``."""
+        if self._types is None:
+            self._types = [t for t in self.run("relationship_types")[0]["types"] if ":" in t]
+        return self._types
+
+    def changed(self) -> None:
+        """The KG changed (a load, a correction): forget what was asked once."""
+        self._types = None
 
     def close(self) -> None:
         self.driver.close()

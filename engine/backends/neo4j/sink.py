@@ -19,8 +19,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import pyoxigraph as ox
 
-from engine.backends.common import chunks, lang_rank
+from engine.backends.common import chunks, lang_rank, sample_hash
 from engine.backends.neo4j.session import Neo4jSession
+from engine.errors import StoreError
 from engine.queries import cypher
 from engine.store import LoadCheckpoint
 
@@ -32,8 +33,9 @@ CHUNK_BYTES = 16 << 20  # bytes of lines written (and checkpointed) per transact
 
 
 def literal_parts(term: ox.Literal) -> list:
-    """[id, value, datatype, language] of a literal, as stored on a Value node."""
-    return [str(term), term.value, term.datatype.value if term.datatype else None, term.language]
+    """[id, value, datatype, language, sample key] of a literal, as stored on a Value node."""
+    return [str(term), term.value, term.datatype.value if term.datatype else None, term.language,
+            sample_hash(str(term))]
 
 
 def split_quads(quads: Iterable[ox.Quad], name_predicates: Sequence[str]):
@@ -125,6 +127,7 @@ class Neo4jSink(PendingWrites):
         return done
 
     def begin(self) -> None:
+        self.session.run_batched("summaries_clear")  # the load may add edges anywhere: samples are remade
         # A load into a database with no KG yet may CREATE its edges and name
         # keys (checking for repeats within the load in memory), which is many
         # times faster than MERGE on hubs; otherwise every edge is MERGEd.
@@ -138,6 +141,7 @@ class Neo4jSink(PendingWrites):
     def end(self) -> None:
         self._pending.clear()
         self._pending_names.clear()
+        self.session.changed()
         if self._writers is not None:
             # Chunks still in flight belong to a load that failed: let them
             # finish (each commits with its part, or not at all) and keep
@@ -150,6 +154,10 @@ class Neo4jSink(PendingWrites):
         self._fresh = False
         self._seen = self._seen_keys = None
         self._node_ids = {}
+        try:  # what questions asked meanwhile made of a half-loaded database
+            self.session.run_batched("summaries_clear")
+        except StoreError:
+            pass  # the connection is gone: the load has failed already, and its re-run clears them
 
     def write(self, quads: Iterable[ox.Quad]) -> None:
         self._pending.extend(quads)
@@ -211,7 +219,7 @@ class Neo4jSink(PendingWrites):
                 best[row[0]] = row
         cache = self._node_ids
         known = {e: cache[e] for e in entities if e in cache and e not in best}
-        entity_rows = [best.get(e) or [e, None, None] for e in sorted(entities) if e not in known]
+        entity_rows = [[*(best.get(e) or (e, None, None)), sample_hash(e)] for e in sorted(entities) if e not in known]
         edges += value_edges
         keys = [(k, e) for k, e, _ in names]
         if self._seen_keys is not None:

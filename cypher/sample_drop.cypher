@@ -1,0 +1,2 @@
+// Forget a kept sample (made again when needed).
+MATCH (s:TogSample {key: $key}) DELETE s
