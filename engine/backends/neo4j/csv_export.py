@@ -24,8 +24,8 @@ is started again from the beginning.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pyoxigraph as ox

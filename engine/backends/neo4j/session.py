@@ -22,7 +22,6 @@ from engine.errors import StoreError
 from engine.graph import DEFAULT_NAME_PREDICATES, Meter, utc_now
 from engine.queries import cypher
 
-
 SAMPLE_KEYS, SAMPLE_KEY_KIND = "sample_keys", "sha1"  # the setting that says every node has its ``sk``
 
 
