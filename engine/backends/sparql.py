@@ -221,7 +221,6 @@ class SparqlGraph(SparqlReads):
         self._server = ""  # the endpoint's Server header
         self._ahead: dict[str, list[Relation]] = {}  # relations fetched with topic names
         self._texts: dict[tuple[str, int], str] = {}  # prepared query texts by (kind, slots)
-        self._used_names: list[tuple[ox.NamedNode]] | None = None
         try:
             self._remote("ASK { }")
         except StoreError as e:
@@ -335,15 +334,6 @@ class SparqlGraph(SparqlReads):
         if self.prepared:
             return bool(self._select(render("prepared_ask_entity", e=prepared_slot(0)), [("tog0", entity)]))
         return bool(self._select(render("ask_entity", entity=sparql_values([(node,)]))))
-
-    def _name_terms(self) -> list[tuple[ox.NamedNode]]:
-        """The name predicates the endpoint uses (asked once): every name
-        lookup is cheaper without the others."""
-        if self._used_names is None:
-            terms = super()._name_terms()
-            used = {r["np"].value for r in self._select(render("name_predicates", names=sparql_values(terms)))}
-            self._used_names = [t for t in terms if t[0].value in used] or terms
-        return self._used_names
 
     def topic_labels(self, ids: Sequence[str]) -> dict[str, str]:
         """Names of topic entities (``linking.resolve``); the same request

@@ -63,6 +63,7 @@ class SparqlReads(KnowledgeGraph):
         self.policy = policy
         self.meter = Meter()
         self._relation_labels: dict[str, str | None] = {}
+        self._used_names: tuple[object, list[tuple[ox.NamedNode]]] | None = None
 
     # -- what a subclass provides ---------------------------------------------
     @property
@@ -73,9 +74,20 @@ class SparqlReads(KnowledgeGraph):
         """Rows of a SELECT (variable -> term, None when unbound), counted on ``meter``."""
         raise NotImplementedError
 
+    def _generation(self) -> object:
+        """What changes when the KG may use other name predicates (a load)."""
+        return None
+
     # -- names ----------------------------------------------------------------
     def _name_terms(self) -> list[tuple[ox.NamedNode]]:
-        return [(ox.NamedNode(p),) for p in self.name_predicates]
+        """The name predicates the KG uses (asked once, again after a load):
+        every name lookup is cheaper without the others."""
+        generation = (self._generation(), self.name_predicates)
+        if self._used_names is None or self._used_names[0] != generation:
+            terms = [(ox.NamedNode(p),) for p in self.name_predicates]
+            used = {r["np"].value for r in self._select(render("name_predicates", names=values(terms)))}
+            self._used_names = (generation, [t for t in terms if t[0].value in used] or terms)
+        return self._used_names[1]
 
     def _pick_names(self, rows: Iterable[tuple[str, str | None, object]]) -> dict[str, str]:
         """Best name per id from (id, name predicate, literal) rows: English

@@ -59,6 +59,7 @@ class Database:
                                      check_same_thread=False, timeout=60)
         self.summaries = Summaries(summary_db)
         self._name_predicates: tuple[str, ...] | None = None
+        self.generation = 0  # one more after each load: what was asked of the KG once is asked again
 
     @property
     def name(self) -> str:

@@ -54,7 +54,8 @@ from engine.graph import (
 from engine.queries import render, sparql, sparql_term
 
 UNION_BATCH = 64  # branches per bounded query
-SCHEMA_TAILS = 50  # tails sampled per relation for the schema
+SCHEMA_TAILS = 16  # tails sampled per relation for the schema
+SCHEMA_EDGES = 32  # edges per direction of each sampled tail that show what follows
 
 
 def _term(node: str) -> str:
@@ -78,6 +79,9 @@ class OxigraphKG(SparqlReads):
     def _select(self, text: str, params: Sequence[tuple[str, str]] = ()) -> list:
         return self.db.query(text, self.meter)
 
+    def _generation(self) -> object:
+        return self.db.generation
+
     # -- relations ---------------------------------------------------------------
     def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
         iris = [e for e in dict.fromkeys(entities) if not is_literal(e)]
@@ -90,24 +94,27 @@ class OxigraphKG(SparqlReads):
         label_relations(self, out, self._relation_labels)
         return out
 
-    def degrees(self, iris: Sequence[str]) -> dict[tuple[str, Direction], dict[str, int]]:
+    def degrees(self, iris: Sequence[str], *, sample: int | None = None
+                ) -> dict[tuple[str, Direction], dict[str, int]]:
         """{(entity, direction): {relation: degree}}: hubs from their summaries
         (made now, once, for a hub met for the first time), the others from
-        at most HUB_EDGES + 1 of their edges per direction."""
+        at most HUB_EDGES + 1 of their edges per direction. With ``sample``,
+        what the first ``sample`` edges per direction show of an entity that
+        is not a summarised hub (a sample: nothing is summarised)."""
         with self.meter.timing(lookups=0):  # a local table, not a round trip
             hubs = self.summaries.hubs(iris)
         out: dict[tuple[str, Direction], dict[str, int]] = {k: v for k, v in hubs.items()}  # type: ignore[misc]
         todo: list[tuple[str, Direction]] = [(e, d) for e in iris for d in ("out", "in") if (e, d) not in hubs]
         for part in chunks(todo, UNION_BATCH):
             branches = "\n  UNION\n  ".join(
-                render(f"relations_bounded_{d}", e=_term(e), limit=HUB_EDGES + 1, k=k).strip()
+                render(f"relations_bounded_{d}", e=_term(e), limit=sample or HUB_EDGES + 1, k=k).strip()
                 for k, (e, d) in enumerate(part))
             found: dict[int, dict[str, int]] = defaultdict(dict)
             for row in self._select(render("relations_bounded", branches=branches)):
                 found[int(row["k"].value)][row["p"].value] = int(row["n"].value)
             for k, key in enumerate(part):
                 got = found.get(k, {})
-                out[key] = self._summarise(*key) if sum(got.values()) > HUB_EDGES else got
+                out[key] = self._summarise(*key) if sample is None and sum(got.values()) > HUB_EDGES else got
         return out
 
     def _summarise(self, entity: str, direction: Direction) -> dict[str, int]:
@@ -282,6 +289,7 @@ class SampledSchema:
 
     def __init__(self, kg: OxigraphKG) -> None:
         self.kg = kg
+        self._made: dict[tuple[str, str], tuple[list | None, list[Relation]]] = {}  # relations made of a kept list
 
     def after(self, relations: Sequence[Relation]) -> dict[Relation, list[Relation]]:
         kg = self.kg
@@ -297,7 +305,9 @@ class SampledSchema:
             tails: dict[int, list[str]] = defaultdict(list)
             for row in kg._select(render("schema_tails", branches=branches)):
                 tails[int(row["k"].value)].append(row["n"].value)
-            degrees = kg.degrees(sorted({n for ns in tails.values() for n in ns}))
+            # each sampled tail shows the relations of its first edges (a hub among them
+            # is not summarised for a heuristic): a sample of samples
+            degrees = kg.degrees(sorted({n for ns in tails.values() for n in ns}), sample=SCHEMA_EDGES)
             for k, key in enumerate(part):
                 found = [Relation(p, d) for n in tails.get(k, []) for d in ("out", "in")
                          for p in degrees.get((n, d), {})]
@@ -305,4 +315,14 @@ class SampledSchema:
         if made:
             kg.summaries.set_follows(made)
         kept.update(made)
-        return {keys[k]: [Relation(r, d) for r, d in kept[k]] for k in keys}  # type: ignore[arg-type]
+        out = {}
+        for key, rel in keys.items():
+            pairs = kept[key]
+            made_from, got = self._made.get(key, (None, []))
+            if made_from is not pairs:  # the kept list is the same object until the summaries change
+                if len(self._made) > 100_000:
+                    self._made.clear()
+                got = [Relation(r, d) for r, d in pairs]  # type: ignore[arg-type]
+                self._made[key] = (pairs, got)
+            out[rel] = got
+        return out

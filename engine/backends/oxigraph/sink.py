@@ -60,6 +60,7 @@ class OxigraphSink:
 
     def end(self) -> None:
         self.db.index.end_bulk(True)
+        self.db.generation += 1
         self.db.summaries.clear()  # also what questions asked of a half-loaded store made
 
 

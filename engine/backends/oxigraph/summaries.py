@@ -41,31 +41,59 @@ SAMPLE_KEEP = 4096  # neighbours kept per crowded pair, in sample order
 Key = tuple[str, str, str]  # (entity, relation, direction)
 
 
+MEMORY_MAX = 200_000  # entries each in-memory view holds before it starts over
+
+
 class Summaries:
-    """The summary tables, on the store's SQLite connection (shared with the
-    name index; a lock keeps threads of ``tog eval --concurrency`` apart)."""
+    """The summary tables, on a SQLite connection of their own (a lock keeps
+    threads of ``tog eval --concurrency`` apart), with an in-memory view of
+    what was read or written: every change goes through this object, which
+    the roles of one store share, so the view stays exact."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
         self.lock = threading.Lock()
+        self._hubs: dict[tuple[str, str], dict[str, int] | None] = {}  # None: not a summarised hub
+        self._samples: dict[Key, tuple[int, list[str]] | None] = {}
+        self._follows: dict[tuple[str, str], list[tuple[str, str]]] = {}
         with self.lock:
             db.executescript(SCHEMA)
             db.commit()
+
+    def _forget(self) -> None:
+        self._hubs.clear()
+        self._samples.clear()
+        self._follows.clear()
+
+    def _room(self, view: dict) -> None:
+        if len(view) > MEMORY_MAX:
+            view.clear()
 
     # -- hubs -------------------------------------------------------------------
     def hubs(self, entities: Sequence[str]) -> dict[tuple[str, str], dict[str, int]]:
         """{(entity, direction): {relation: degree}} for the summarised ones."""
         out: dict[tuple[str, str], dict[str, int]] = {}
         with self.lock:
-            for part in _parts(list(dict.fromkeys(entities))):
+            view = self._hubs
+            todo = [e for e in dict.fromkeys(entities) if (e, "out") not in view]
+            self._room(view)
+            for part in _parts(todo):
                 marks = ",".join("?" * len(part))
+                for e in part:
+                    view[(e, "out")] = view[(e, "in")] = None
                 for e, d in self.db.execute(f"SELECT entity, direction FROM hubs WHERE entity IN ({marks})", part):
-                    out[(e, d)] = {}
+                    view[(e, d)] = {}
                 for e, d, r, n in self.db.execute(
                         f"SELECT entity, direction, relation, degree FROM hub_relations WHERE entity IN ({marks})",
                         part):
-                    if (e, d) in out:
-                        out[(e, d)][r] = n
+                    found = view.get((e, d))
+                    if found is not None:
+                        found[r] = n
+            for e in entities:
+                for d in ("out", "in"):
+                    got = view.get((e, d))
+                    if got is not None:
+                        out[(e, d)] = got
         return out
 
     def set_hub(self, entity: str, direction: str, degrees: dict[str, int]) -> None:
@@ -75,11 +103,11 @@ class Summaries:
                                 [(entity, direction, r, n) for r, n in degrees.items() if n > 0])
             self.db.execute("INSERT OR REPLACE INTO hubs VALUES (?, ?, ?)", (entity, direction, sum(degrees.values())))
             self.db.commit()
+            self._hubs.pop((entity, "out"), None)
+            self._hubs.pop((entity, "in"), None)
 
     def is_hub(self, entity: str, direction: str) -> bool:
-        with self.lock:
-            return self.db.execute("SELECT 1 FROM hubs WHERE entity = ? AND direction = ?",
-                                   (entity, direction)).fetchone() is not None
+        return (entity, direction) in self.hubs([entity])
 
     def set_degree(self, entity: str, direction: str, relation: str, degree: int) -> None:
         """A summarised hub's degree for one relation (0 drops it)."""
@@ -94,17 +122,24 @@ class Summaries:
                             "WHERE entity = ? AND direction = ?) WHERE entity = ? AND direction = ?",
                             (entity, direction, entity, direction))
             self.db.commit()
+            self._hubs.pop((entity, "out"), None)
+            self._hubs.pop((entity, "in"), None)
 
     # -- crowded pairs ----------------------------------------------------------
     def samples(self, keys: Iterable[Key]) -> dict[Key, tuple[int, list[str]]]:
         """{key: (degree, neighbours in sample order)} for the pairs kept."""
         out: dict[Key, tuple[int, list[str]]] = {}
         with self.lock:
-            for e, r, d in dict.fromkeys(keys):
-                row = self.db.execute("SELECT degree, sample FROM pair_samples WHERE entity = ? AND relation = ? "
-                                      "AND direction = ?", (e, r, d)).fetchone()
-                if row is not None:
-                    out[(e, r, d)] = (row[0], json.loads(row[1]))
+            view = self._samples
+            self._room(view)
+            for key in dict.fromkeys(keys):
+                if key not in view:
+                    row = self.db.execute("SELECT degree, sample FROM pair_samples WHERE entity = ? AND relation = ? "
+                                          "AND direction = ?", key).fetchone()
+                    view[key] = (row[0], json.loads(row[1])) if row is not None else None
+                got = view[key]
+                if got is not None:
+                    out[key] = got
         return out
 
     def set_sample(self, key: Key, degree: int, sample: Sequence[str]) -> None:
@@ -112,21 +147,28 @@ class Summaries:
             self.db.execute("INSERT OR REPLACE INTO pair_samples VALUES (?, ?, ?, ?, ?)",
                             (*key, degree, json.dumps(list(sample))))
             self.db.commit()
+            self._samples[key] = (degree, list(sample))
 
     def drop_sample(self, key: Key) -> None:
         with self.lock:
             self.db.execute("DELETE FROM pair_samples WHERE entity = ? AND relation = ? AND direction = ?", key)
             self.db.commit()
+            self._samples[key] = None
 
     # -- the look-ahead's schema --------------------------------------------------
     def follows(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[tuple[str, str]]]:
         out: dict[tuple[str, str], list[tuple[str, str]]] = {}
         with self.lock:
+            view = self._follows
+            self._room(view)
             for r, d in dict.fromkeys(keys):
-                row = self.db.execute("SELECT follows FROM schema_follows WHERE relation = ? AND direction = ?",
-                                      (r, d)).fetchone()
-                if row is not None:
-                    out[(r, d)] = [(x[0], x[1]) for x in json.loads(row[0])]
+                if (r, d) not in view:
+                    row = self.db.execute("SELECT follows FROM schema_follows WHERE relation = ? AND direction = ?",
+                                          (r, d)).fetchone()
+                    if row is None:
+                        continue
+                    view[(r, d)] = [(x[0], x[1]) for x in json.loads(row[0])]
+                out[(r, d)] = view[(r, d)]
         return out
 
     def set_follows(self, found: dict[tuple[str, str], list[tuple[str, str]]]) -> None:
@@ -134,6 +176,7 @@ class Summaries:
             self.db.executemany("INSERT OR REPLACE INTO schema_follows VALUES (?, ?, ?)",
                                 [(r, d, json.dumps(v)) for (r, d), v in found.items()])
             self.db.commit()
+            self._follows.update(found)
 
     # -- the whole -------------------------------------------------------------------
     def clear(self) -> None:
@@ -142,6 +185,7 @@ class Summaries:
             for table in ("hubs", "hub_relations", "pair_samples", "schema_follows"):
                 self.db.execute(f"DELETE FROM {table}")  # noqa: S608 (fixed names)
             self.db.commit()
+            self._forget()
 
     def counts(self) -> dict[str, int]:
         with self.lock:
