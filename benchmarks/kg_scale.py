@@ -232,21 +232,34 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "tog-bench-scale")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--build", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--make-questions", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(*args.child)
+        return
+    if args.build:
+        build(args.build[0], int(args.build[1]), args.workdir)
+        return
+    if args.make_questions:
+        kind, store, qfile = args.make_questions
+        qs = metaqa_questions(args.questions, args.seed) if kind == "metaqa" else \
+            synth_questions(Path(store), args.questions, args.seed)
+        Path(qfile).write_text(json.dumps(qs), encoding="utf-8")
         return
     args.workdir.mkdir(parents=True, exist_ok=True)
     graphs = [(f"synth-{n}", n) for n in args.sizes] + ([("metaqa", 0)] if args.metaqa else [])
     figures = {}
     for name, size in graphs:
         kind = "metaqa" if name == "metaqa" else name
-        store = build(kind, size, args.workdir)
+        # each in a process of its own: a process's peak RSS survives exec into its children
+        common = ["--workdir", str(args.workdir), "--questions", str(args.questions), "--seed", str(args.seed)]
+        subprocess.run([sys.executable, __file__, "--build", kind, str(size), *common], check=True)
+        store = args.workdir / f"store-{kind}"
         qfile = args.workdir / f"questions-{name}-{args.seed}-{args.questions}.json"
         if not qfile.exists():
-            qs = metaqa_questions(args.questions, args.seed) if kind == "metaqa" else \
-                synth_questions(store, args.questions, args.seed)
-            qfile.write_text(json.dumps(qs), encoding="utf-8")
+            subprocess.run([sys.executable, __file__, "--make-questions", kind, str(store), str(qfile), *common],
+                           check=True)
         name_predicate = ("http://www.w3.org/2000/01/rdf-schema#label" if kind == "metaqa"
                           else "http://rdf.freebase.com/ns/type.object.name")
         done = subprocess.run([sys.executable, __file__, "--child", str(store), str(qfile), name_predicate],

@@ -3,9 +3,13 @@
 For each size, a seeded synthetic Freebase-style N-Triples file (see
 ``synth.py``) is loaded into a fresh store twice by each side, alternating
 (raw, tog, raw, tog), each in its own process so peak RSS is its own.
-Prints triples/s, peak RSS and store size, and tog's rate as a share of raw;
+Prints triples/s, CPU seconds (user + system, all threads), peak RSS and
+store size, and tog's rate and CPU as a share of raw's;
 ``--breakdown`` adds a tog load that indexes no names (a name predicate that
-does not occur), which shows what the entity-name index costs.
+does not occur), which shows what the entity-name index costs;
+``--delimited`` adds a tog load of the same graph written as a delimited
+file (``head|relation|tail``, nodes by their IRI's tail), against the same
+raw anchor.
 
     python benchmarks/load.py --sizes 1000000 10000000
 """
@@ -44,9 +48,23 @@ def child(kind: str, file: str, store: str) -> None:
         extra = ["--name-predicate", "urn:tog:no-names"] if kind == "tog-no-names" else []
         cli.main(["load", file, "--store", store, "--no-progress", *extra], prog_name="tog", standalone_mode=False)
     seconds = time.perf_counter() - started
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     size = sum(f.stat().st_size for f in Path(store).rglob("*") if f.is_file())
-    print(json.dumps({"kind": kind, "seconds": seconds, "peak_rss": rss, "store_bytes": size}))
+    print(json.dumps({"kind": kind, "seconds": seconds, "cpu": usage.ru_utime + usage.ru_stime,
+                      "peak_rss": usage.ru_maxrss * 1024, "store_bytes": size}))
+
+
+def write_delimited(nt: Path, out: Path) -> None:
+    """The synthetic graph as ``head|relation|tail`` lines (IRI tails; literal
+    objects by their lexical form; name triples left out: a node's text is its name)."""
+    import re
+
+    line = re.compile(r'^<[^>]*/([^/>]*)> <[^>]*/([^/>]*)> (?:<[^>]*/([^/>]*)>|"([^"]*)"[^ ]*) \.$')
+    with nt.open(encoding="utf-8") as src, out.open("w", encoding="utf-8") as dst:
+        for text in src:
+            m = line.match(text.rstrip("\n"))
+            if m and m.group(2) != "type.object.name":
+                dst.write(f"{m.group(1)}|{m.group(2)}|{m.group(3) or m.group(4)}\n")
 
 
 def measure(kind: str, file: Path, store: Path) -> dict:
@@ -64,6 +82,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="Loads per side (alternating).")
     ap.add_argument("--breakdown", action="store_true",
                     help="Also load without indexing names, to show what the name index costs.")
+    ap.add_argument("--delimited", action="store_true",
+                    help="Also load the graph written as a delimited file (head|relation|tail).")
     ap.add_argument("--child", nargs=3, metavar=("KIND", "FILE", "STORE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -77,23 +97,35 @@ def main() -> None:
         if not file.exists():
             print(f"generating {file} ...", flush=True)
             generate(size, file)
-        kinds = ("raw", "tog", "tog-no-names") if args.breakdown else ("raw", "tog")
+        kinds = ["raw", "tog"] + (["tog-no-names"] if args.breakdown else []) + (["tog-delimited"] if args.delimited else [])
+        delimited = args.workdir / f"synth-{size}.txt"
+        if args.delimited and not delimited.exists():
+            print(f"writing {delimited} ...", flush=True)
+            write_delimited(file, delimited)
         runs: dict[str, list[dict]] = {k: [] for k in kinds}
         for _ in range(args.rounds):
             for kind in kinds:
-                r = measure(kind, file, args.workdir / f"store-{kind}")
+                r = measure("tog" if kind == "tog-delimited" else kind, delimited if kind == "tog-delimited" else file,
+                            args.workdir / f"store-{kind}")
                 runs[kind].append(r)
                 print(f"  {size:>11,} {kind}: {size / r['seconds']:>10,.0f} triples/s "
-                      f"({r['seconds']:.1f} s, peak RSS {r['peak_rss'] / 2**20:,.0f} MiB, "
+                      f"({r['seconds']:.1f} s, {r['cpu']:.1f} s CPU, peak RSS {r['peak_rss'] / 2**20:,.0f} MiB, "
                       f"store {r['store_bytes'] / 2**20:,.0f} MiB)", flush=True)
         raw = statistics.median(size / r["seconds"] for r in runs["raw"])
         tog = statistics.median(size / r["seconds"] for r in runs["tog"])
         rss = max(r["peak_rss"] for r in runs["tog"])
+        raw_cpu = statistics.median(r["cpu"] for r in runs["raw"])
+        tog_cpu = statistics.median(r["cpu"] for r in runs["tog"])
         print(f"{size:,} triples: tog load {tog:,.0f}/s, raw bulk_load {raw:,.0f}/s, "
-              f"ratio {tog / raw:.2f}; tog peak RSS {rss / 2**20:,.0f} MiB", flush=True)
+              f"ratio {tog / raw:.2f}; CPU {tog_cpu:.1f} s against {raw_cpu:.1f} s (CPU ratio {raw_cpu / tog_cpu:.2f}); "
+              f"tog peak RSS {rss / 2**20:,.0f} MiB", flush=True)
         if args.breakdown:
             bare = statistics.median(size / r["seconds"] for r in runs["tog-no-names"])
             print(f"{size:,} triples: tog load without the name index {bare:,.0f}/s, ratio {bare / raw:.2f}",
+                  flush=True)
+        if args.delimited:
+            rate = statistics.median(size / r["seconds"] for r in runs["tog-delimited"])
+            print(f"{size:,} lines delimited: tog load {rate:,.0f} lines/s, ratio {rate / raw:.2f} of raw N-Triples",
                   flush=True)
         for kind in kinds:
             shutil.rmtree(args.workdir / f"store-{kind}", ignore_errors=True)

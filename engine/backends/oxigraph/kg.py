@@ -38,7 +38,7 @@ from engine.backends.common import (
 )
 from engine.backends.oxigraph.database import Database
 from engine.backends.oxigraph.summaries import HUB_EDGES, SAMPLE_KEEP, Key
-from engine.backends.sparql_reads import SparqlReads, node_id
+from engine.backends.sparql_reads import SparqlReads, node_id, values
 from engine.graph import (
     CANDIDATE_WINDOW,
     DEFAULT_POLICY,
@@ -130,30 +130,27 @@ class OxigraphKG(SparqlReads):
                over: int = 0, size: int = 5) -> list[Candidate]:
         pairs = list(dict.fromkeys((e, r) for e, r in requests if not is_literal(e)))
         window = CANDIDATE_WINDOW * limit
-        ordered, degree = self.neighbours(pairs, window)
+        ordered, degree, known = self.neighbours(pairs, window)
         windows: dict[tuple[str, Relation], list[str]] = {}
         caps: dict[tuple[str, Relation], int] = {}
+        found: Found = {pair: {} for pair in pairs}
         for pair in pairs:
             caps[pair] = crowd_cap(degree[pair], limit, over, size)
             windows[pair] = ordered[pair][: CANDIDATE_WINDOW * caps[pair]]
-        found: Found = {pair: {} for pair in pairs}
+            if pair in known:  # read whole, with names
+                found[pair] = {x: self._node(x, known[pair]) for x in windows[pair]}
+        pairs = [pair for pair in pairs if pair not in known]
         # names for as many of each window as its cap asks (unnamed nodes are
         # looked through, so a pair may need a few more), a round at a time
         asked = {pair: 0 for pair in pairs}
-        want = dict(caps)
+        want = {pair: caps[pair] for pair in pairs}
         while want:
             batch = {pair: windows[pair][asked[pair]: asked[pair] + n] for pair, n in want.items()}
             names = self.labels([x for xs in batch.values() for x in xs if not is_literal(x)])
             for pair, xs in batch.items():
                 asked[pair] += len(xs)
                 for xid in xs:
-                    node: Node | None
-                    if is_literal(xid):
-                        term = literal_term(xid)
-                        node = Node(xid, term.value, True, term.datatype.value if term.datatype else None)
-                    else:
-                        node = Node(xid, names[xid]) if xid in names else None
-                    found[pair][xid] = node
+                    found[pair][xid] = self._node(xid, names)
             want = {}
             for pair in batch:
                 named = sum(1 for node in found[pair].values() if node is not None)
@@ -164,16 +161,27 @@ class OxigraphKG(SparqlReads):
             lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named),
             over=over, size=size, counts=degree)
 
+    @staticmethod
+    def _node(xid: str, names: dict[str, str]) -> Node | None:
+        """The Node of a neighbour known by its id (None for an unnamed entity)."""
+        if is_literal(xid):
+            term = literal_term(xid)
+            return Node(xid, term.value, True, term.datatype.value if term.datatype else None)
+        return Node(xid, names[xid]) if xid in names else None
+
     def neighbours(self, pairs: Sequence[tuple[str, Relation]], window: int
-                   ) -> tuple[dict[tuple[str, Relation], list[str]], dict[tuple[str, Relation], int]]:
+                   ) -> tuple[dict[tuple[str, Relation], list[str]], dict[tuple[str, Relation], int],
+                              dict[tuple[str, Relation], dict[str, str]]]:
         """Each pair's first ``window`` neighbours (at least) in the sample
-        order, and its degree: small pairs read whole (at most window + 1
-        rows), crowded ones from their kept sample (made now, once)."""
+        order, its degree, and for the pairs read whole (at most window + 1
+        rows) their neighbours' names; crowded pairs come from their kept
+        sample (made now, once), without names."""
         key = {pair: (pair[0], pair[1].id, pair[1].direction) for pair in pairs}
         with self.meter.timing(lookups=0):
             kept = self.summaries.samples(key.values())
         ordered: dict[tuple[str, Relation], list[str]] = {}
         degree: dict[tuple[str, Relation], int] = {}
+        known: dict[tuple[str, Relation], dict[str, str]] = {}
         todo = []
         for pair in pairs:
             sample = kept.get(key[pair])
@@ -185,16 +193,21 @@ class OxigraphKG(SparqlReads):
             branches = "\n  UNION\n  ".join(
                 render(f"neighbours_bounded_{r.direction}", e=_term(e), p=_term(r.id), limit=window + 1, k=k).strip()
                 for k, (e, r) in enumerate(part))
-            found: dict[int, list[str]] = defaultdict(list)
-            for row in self._select(render("neighbours_bounded", branches=branches)):
-                found[int(row["k"].value)].append(node_id(row["x"]))
+            found: dict[int, dict[str, None]] = defaultdict(dict)
+            name_rows: dict[int, list] = defaultdict(list)
+            for row in self._select(render("neighbours_bounded", branches=branches, names=values(self._name_terms()))):
+                k, xid = int(row["k"].value), node_id(row["x"])
+                found[k][xid] = None
+                if row["np"] is not None:
+                    name_rows[k].append((xid, row["np"].value, row["name"]))
             for k, pair in enumerate(part):
-                xs = found.get(k, [])
+                xs = list(found.get(k, {}))
                 if len(xs) > window:
                     degree[pair], ordered[pair] = self._sample(key[pair], max(window, SAMPLE_KEEP))
                 else:
                     degree[pair], ordered[pair] = len(xs), sorted(xs, key=sample_key)
-        return ordered, degree
+                    known[pair] = self._pick_names(name_rows.get(k, []))
+        return ordered, degree, known
 
     def _sample(self, key: Key, keep: int) -> tuple[int, list[str]]:
         """A crowded pair's degree and first ``keep`` neighbours in the sample
