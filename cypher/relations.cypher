@@ -1,13 +1,19 @@
-// KG relations around a batch of entities that are not hubs, in both
-// directions, with their degrees (at most the hub threshold of edges each).
-// Only Entity/Value neighbours count: run state (TogPath) never mixes in.
+// KG relations around a batch of entities, in both directions, with their
+// degrees, for the entities with at most $hub edges in each direction (read
+// whole); a hub (its degrees from Neo4j's degree store say so) comes back
+// with hub = true and no relations: they are counted per type instead
+// (hub_relations). Only Entity/Value neighbours count: run state (TogPath)
+// never mixes in.
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
-CALL (e) {
+WITH id, e, COUNT { (e)-->() } > $hub OR COUNT { (e)<--() } > $hub AS hub
+OPTIONAL CALL (e, hub) {
+  WITH e, hub WHERE NOT hub
   MATCH (e)-[r]->(x) WHERE x:Entity OR x:Value
   RETURN type(r) AS p, "out" AS dir, count(*) AS n
   UNION
+  WITH e, hub WHERE NOT hub
   MATCH (e)<-[r]-(x:Entity)
   RETURN type(r) AS p, "in" AS dir, count(*) AS n
 }
-RETURN id AS e, p, dir, n
+RETURN id AS e, hub, p, dir, n

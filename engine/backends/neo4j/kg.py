@@ -108,14 +108,13 @@ class Neo4jKG(KnowledgeGraph):
     def degrees(self, iris: Sequence[str]) -> dict[str, list[Relation]]:
         """The relations around each entity with their degrees (any, before the policy)."""
         found: dict[str, list[Relation]] = {e: [] for e in iris}
-        small: list[str] = []
         hubs: list[str] = []
         for part in chunks(iris, BATCH):
-            for row in self._run("degrees", ids=list(part)):
-                (hubs if max(row["out"], row["in"]) > HUB_EDGES else small).append(row["e"])
-        for part in chunks(small, BATCH):
-            for row in self._run("relations", ids=list(part)):
-                found[row["e"]].append(Relation(row["p"], row["dir"], degree=row["n"]))
+            for row in self._run("relations", ids=list(part), hub=HUB_EDGES):
+                if row["hub"]:
+                    hubs.append(row["e"])
+                elif row["p"] is not None:
+                    found[row["e"]].append(Relation(row["p"], row["dir"], degree=row["n"]))
         if hubs:
             types = [t for t in self.session.relationship_types() if self.policy.allows(t)]
             for group in chunks(types, TYPES_PER_COUNT):
