@@ -2,27 +2,37 @@
 
 Prompts are files under ``engine/prompts/`` (a system part, worked examples,
 the task); every call shows the whole beam at once with numbered candidates
-(``relations.txt``, ``entities.txt``), so a beam step costs one call. Replies
-are read strictly (``engine/replies.py``); an unreadable reply is asked once
-more, then given up on (uniform scores, a "no" from the judge, the best kept
-path as the answer), and each repair and fallback is counted in the run's
-stats. A candidate list too long for the model's context window is split
-across calls and the partial scores joined.
+(``relations.txt``, ``entities.txt``), grouped by the path they extend, so a
+beam step costs one call. Paths read ``A -> r -> B`` (B is A's r) and
+``A <- r <- B`` (A is B's r). Where the model supports it, replies are
+constrained by a JSON schema (the candidate numbers shown are its only
+choices); otherwise they are read tolerantly (``engine/replies.py``). An
+unreadable reply is asked once more while the question's call budget has
+room, then left to the offline component (the hybrid scorer, the offline
+judge or answer), and each repair and fallback is counted in the run's
+stats (``--strict-llm`` makes a fallback an error). A candidate list too
+long for the model's context window is split across calls and the partial
+scores joined; a list longer than a model reads well is cut to the offline
+scorer's best first.
 
-Call budget per question at depth D: ToG at most 3D+1 (relations, entities
-and the judge per depth, no judge after the last depth, one answer, one more
-only when the topic entities had to be found by the LLM); ToG-R at most
-2D+1; a cheap pruner with the LLM judge at most D+1.
+Call budget per question at depth D, repairs included: ToG at most 3D+1
+(relations, entities and the judge per depth, no judge after the last
+depth, one answer, and one spare: for finding the topic entities by the LLM
+or for a repair); ToG-R at most 2D+1; a cheap pruner with the LLM judge at
+most D+1. Context-window splits are the one exception, counted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from engine.llm import LLMClient, current_usage
+from engine.errors import LLMReplyError
+from engine.graph import Relation
+from engine.llm import LLMClient, current_budget, current_usage
 from engine.paths import Path
 from engine.pruning import Choice, _normalise
 from engine.reasoning import Answer
@@ -90,6 +100,94 @@ def numbered(items: Sequence[str]) -> str:
     return "\n".join(f"{i}. {' '.join(t.split())}" for i, t in enumerate(items, start=1))
 
 
+@lru_cache(maxsize=None)
+def prompts_hash() -> str:
+    """A short hash of every prompt file: which prompt version produced a run."""
+    digest = hashlib.sha256()
+    for name in prompt_names():
+        digest.update(name.encode())
+        digest.update(resources.files("engine").joinpath("prompts", f"{name}.txt").read_bytes())
+    return digest.hexdigest()[:12]
+
+
+# -- how candidates are shown to a model ---------------------------------------
+
+def step(rel: Relation, text: str | None = None) -> str:
+    """One hop in the prompts' notation: ``-> r ->`` forwards, ``<- r <-``
+    backwards (``A <- written by <- B``: B is written by A); the system parts
+    say how to read both."""
+    text = " ".join((text or rel.text).split())
+    return f"-> {text} ->" if rel.direction == "out" else f"<- {text} <-"
+
+
+def describe(p: Path) -> str:
+    """A path for a model: ``Paul Attanasio <- written by <- Quiz Show -> directed by -> Robert Redford``."""
+    parts = [p.topic.name]
+    for h in p.hops:
+        parts += [step(h.relation, h.relation_text), h.node.name]
+    return " ".join(" ".join(x.split()) for x in parts)
+
+
+def _relation_groups(choices: Sequence[Choice], reached: Mapping[str, Sequence[Path]] | None = None
+                     ) -> tuple[str, list[str]]:
+    """The relation candidates grouped by the entity they would extend from
+    (with the paths that reached it): the listing shown, and one text per
+    candidate for reading names back."""
+    lines: list[str] = []
+    texts: list[str] = []
+    last = None
+    for c in choices:
+        p, rel = c.path, c.relation
+        if p.tail.id != last:
+            last = p.tail.id
+            ways = [q for q in (reached or {}).get(p.tail.id, [p]) if q.hops]
+            lines.append(f"From {' '.join(p.tail.name.split())}"
+                         + (f" (reached by: {'; '.join(describe(q) for q in ways)})" if ways else "") + ":")
+        assert rel is not None
+        texts.append(f"{p.tail.name} {step(rel)[:-3].rstrip()}")
+        lines.append(f"{len(texts)}. {' '.join(p.tail.name.split())} {step(rel)} ?")
+    return "\n".join(lines), texts
+
+
+def _entity_groups(choices: Sequence[Choice]) -> tuple[str, list[str]]:
+    """Entity candidates grouped by the path and relation that reached them."""
+    lines: list[str] = []
+    texts: list[str] = []
+    last = None
+    for c in choices:
+        q = c.path
+        head = describe(Path(q.id, q.topic, q.hops[:-1]))
+        key = (q.parent, q.hops[-1].relation)
+        if key != last:
+            last = key
+            lines.append(f"{head} {step(q.hops[-1].relation, q.hops[-1].relation_text)} ...")
+        texts.append(describe(q))
+        lines.append(f"{len(texts)}. {' '.join(q.tail.name.split())}")
+    return "\n".join(lines), texts
+
+
+def _schema_scores(n: int) -> dict:
+    return {"type": "object", "additionalProperties": False, "required": ["scores"],
+            "properties": {"scores": {"type": "array", "items": {
+                "type": "object", "additionalProperties": False, "required": ["candidate", "score"],
+                "properties": {"candidate": {"type": "integer", "enum": list(range(1, n + 1))},
+                               "score": {"type": "number", "minimum": 0, "maximum": 1}}}}}}
+
+
+SCHEMA_JUDGE = {"type": "object", "additionalProperties": False, "required": ["sufficient", "confidence"],
+                "properties": {"sufficient": {"type": "boolean"},
+                               "confidence": {"type": "number", "minimum": 0, "maximum": 1}}}
+SCHEMA_TOPICS = {"type": "object", "additionalProperties": False, "required": ["entities"],
+                 "properties": {"entities": {"type": "array", "items": {"type": "string"}}}}
+
+
+def _schema_answer(shown: int) -> dict:
+    paths: dict = {"type": "array", "items": {"type": "integer", "enum": list(range(1, shown + 1))}} if shown \
+        else {"type": "array", "items": {"type": "integer"}, "maxItems": 0}
+    return {"type": "object", "additionalProperties": False, "required": ["answers", "paths"],
+            "properties": {"answers": {"type": "array", "items": {"type": "string"}}, "paths": paths}}
+
+
 def _count(client: LLMClient, what: str) -> None:
     for usage in (client.total, current_usage()):
         if usage is not None:
@@ -97,78 +195,161 @@ def _count(client: LLMClient, what: str) -> None:
 
 
 def ask_strictly(client: LLMClient, messages: list[dict], read, *, temperature: float, purpose: str,
-                 reply_format: str):
-    """``read(reply)``, asking once more when it returns None; None when the
-    second reply cannot be read either (a fallback, counted)."""
-    reply = client.complete(messages, temperature=temperature, purpose=purpose)
+                 reply_format: str, schema: dict | None = None, max_tokens: int | None = None):
+    """``read(reply)``; when it returns None, asked once more if the
+    question's call budget has room for it. None when no reply could be read
+    (a fallback, counted; an error with ``--strict-llm``)."""
+    reply = client.complete(messages, temperature=temperature, purpose=purpose, schema=schema, max_tokens=max_tokens)
     got = read(reply)
     if got is not None:
         return got
-    _count(client, "repairs")
-    again = messages + [{"role": "assistant", "content": reply},
-                        {"role": "user", "content": prompt("repair").task.format(format=reply_format)}]
-    got = read(client.complete(again, temperature=temperature, purpose=purpose + "-repair"))
-    if got is None:
-        _count(client, "fallbacks")
-    return got
+    budget = current_budget()
+    if budget is None or budget.spare():
+        _count(client, "repairs")
+        again = messages + [{"role": "assistant", "content": reply},
+                            {"role": "user", "content": prompt("repair").task.format(format=reply_format)}]
+        got = read(client.complete(again, temperature=temperature, purpose=purpose + "-repair", schema=schema,
+                                   max_tokens=max_tokens))
+        if got is not None:
+            return got
+    if client.settings.strict:
+        raise LLMReplyError(f"LLM {client.settings.model}: its {purpose} reply could not be read "
+                            f"(--strict-llm refuses the offline fallback)", model=client.settings.model)
+    _count(client, "fallbacks")
+    return None
+
+
+MAX_RELATIONS_SHOWN = 24   # per beam path; a hub's longer list is pre-ranked by the offline scorer
+MAX_ENTITIES_SHOWN = 48    # per call
+
+
+def reply_tokens(client: LLMClient, n: int) -> int:
+    """Reply tokens for a list of ``n`` scores (about 8 a line, and room for a preface)."""
+    return min(1024, max(client.settings.max_tokens, 8 * n + 64))
 
 
 class LLMPruner:
-    """Scores the whole beam's candidates in one call per step."""
+    """Scores the whole beam's candidates in one call per step. A list longer
+    than a model reads well is cut to the offline scorer's best first; a
+    reply that cannot be read leaves the step to the offline scorer."""
 
     name = "llm"
+    uses_llm = True
 
-    def __init__(self, client: LLMClient | None = None, **_: object) -> None:
+    def __init__(self, client: LLMClient | None = None, **options: object) -> None:
         if client is None:
             from engine.errors import UnknownComponentError
 
             raise UnknownComponentError("the llm pruner needs a model (--model or TOG_MODEL)")
+        from engine.pruning import HybridPruner
+
         self.client = client
+        self.offline = HybridPruner(**options)
 
     def score_relations(self, question: str, choices: Sequence[Choice]) -> list[float]:
-        return self._scores("relations", question, [c.text for c in choices])
+        # beam paths that end at the same entity offer the same next steps: each is shown once
+        keys = [(c.path.tail.id, c.relation) for c in choices]
+        first: dict[tuple, int] = {}
+        reached: dict[str, list[Path]] = {}
+        for i, (c, k) in enumerate(zip(choices, keys)):
+            first.setdefault(k, i)
+            ways = reached.setdefault(c.path.tail.id, [])
+            if all(q.id != c.path.id for q in ways):
+                ways.append(c.path)
+        unique = sorted(first.values(), key=lambda i: (list(reached).index(choices[i].path.tail.id), i))
+        if len(unique) <= 1:
+            return [1.0] * len(choices)  # nothing to choose between: no call
+        shown_choices = [choices[i] for i in unique]
+        shown = self._cap(question, shown_choices, "relations")
+        scores = self._scores("relations", question, [shown_choices[i] for i in shown],
+                              lambda part: _relation_groups(part, reached))
+        if scores is None:
+            return self.offline.score_relations(question, choices)
+        by_key = {keys[unique[i]]: v for i, v in zip(shown, scores)}
+        return [by_key.get(k, 0.0) for k in keys]
 
     def score_entities(self, question: str, choices: Sequence[Choice]) -> list[float]:
-        return self._scores("entities", question, [c.text for c in choices])
-
-    def _scores(self, name: str, question: str, texts: list[str]) -> list[float]:
-        if len(texts) <= 1:
-            return [1.0] * len(texts)  # nothing to choose between: no call
-        out: list[float] = []
-        for part in self._parts(prompt(name), question, texts):
-            out.extend(self._score_part(prompt(name), question, part))
+        if len(choices) <= 1:
+            return [1.0] * len(choices)
+        shown = self._cap(question, choices, "entities")
+        scores = self._scores("entities", question, [choices[i] for i in shown], _entity_groups)
+        if scores is None:
+            return self.offline.score_entities(question, choices)
+        out = [0.0] * len(choices)
+        for i, v in zip(shown, scores):
+            out[i] = v
         return out
 
-    def _parts(self, p: Prompt, question: str, texts: list[str]) -> list[list[str]]:
-        """``texts`` in as few pieces as fit the model's context window."""
-        if len(texts) == 1 or self.client.fits(p.messages(question=question, candidates=numbered(texts))):
-            return [texts]
-        half = len(texts) // 2
-        return self._parts(p, question, texts[:half]) + self._parts(p, question, texts[half:])
+    def _cap(self, question: str, choices: Sequence[Choice], kind: str) -> list[int]:
+        """Indexes of the choices shown to the model, in their order."""
+        if kind == "relations":
+            per_path: dict[str, list[int]] = {}
+            for i, c in enumerate(choices):
+                per_path.setdefault(c.path.tail.id, []).append(i)
+            if all(len(v) <= MAX_RELATIONS_SHOWN for v in per_path.values()):
+                return list(range(len(choices)))
+            offline = self.offline.score_relations(question, choices)
+            keep: set[int] = set()
+            for found in per_path.values():
+                keep.update(sorted(found, key=lambda i: -offline[i])[:MAX_RELATIONS_SHOWN])
+            return sorted(keep)
+        if len(choices) <= MAX_ENTITIES_SHOWN:
+            return list(range(len(choices)))
+        offline = self.offline.score_entities(question, choices)
+        return sorted(sorted(range(len(choices)), key=lambda i: -offline[i])[:MAX_ENTITIES_SHOWN])
 
-    def _score_part(self, p: Prompt, question: str, texts: list[str]) -> list[float]:
-        if len(texts) == 1:
-            return [1.0]
-        scores = ask_strictly(self.client, p.messages(question=question, candidates=numbered(texts)),
-                              lambda reply: parse_scores(reply, texts),
-                              temperature=self.client.settings.temperature_explore, purpose=p.name,
-                              reply_format=p.reply_format)
-        if scores is None:
-            return [1.0 / len(texts)] * len(texts)
-        return [scores.get(i, 0.0) for i in range(len(texts))]
+    def _scores(self, name: str, question: str, choices: Sequence[Choice], render) -> list[float] | None:
+        p = prompt(name)
+        parts = self._parts(p, question, list(choices), render)
+        budget = current_budget()
+        if len(parts) > 1:
+            if budget is not None:
+                budget.split(len(parts) - 1)
+            for _ in parts[1:]:
+                _count(self.client, "splits")
+        out: list[float] = []
+        for part in parts:
+            listing, texts = render(part)
+            scores = ask_strictly(self.client, p.messages(question=question, candidates=listing),
+                                  lambda reply, texts=texts: parse_scores(reply, texts),
+                                  temperature=self.client.settings.temperature_explore, purpose=p.name,
+                                  reply_format=p.reply_format, schema=_schema_scores(len(texts)),
+                                  max_tokens=reply_tokens(self.client, len(texts)))
+            if scores is None:
+                return None
+            out.extend(scores.get(i, 0.0) for i in range(len(texts)))
+        return out
+
+    def _parts(self, p: Prompt, question: str, choices: list[Choice], render) -> list[list[Choice]]:
+        """``choices`` in as few pieces as fit the model's context window."""
+        listing, texts = render(choices)
+        if len(choices) == 1 or self.client.fits(p.messages(question=question, candidates=listing),
+                                                 reply_tokens(self.client, len(texts))):
+            return [choices]
+        half = len(choices) // 2
+        return self._parts(p, question, choices[:half], render) + self._parts(p, question, choices[half:], render)
+
+
+OFFLINE_STOP = 0.9  # the offline judge's own threshold, for a fallback judgement
 
 
 class LLMReasoner:
-    """The judge and the answer by the LLM (ToG-R's judge sees relation chains)."""
+    """The judge and the answer by the LLM (ToG-R's judge sees relation
+    chains). A reply that cannot be read leaves the decision to the offline
+    reasoner, and says so."""
 
     name = "llm"
+    uses_llm = True
 
     def __init__(self, client: LLMClient | None = None, method: str = "tog", **_: object) -> None:
         if client is None:
             from engine.errors import UnknownComponentError
 
             raise UnknownComponentError("the llm reasoner needs a model (--model or TOG_MODEL)")
+        from engine.reasoning import OfflineReasoner
+
         self.client, self.method = client, method
+        self.offline = OfflineReasoner()
 
     def judge(self, question, topics, paths, next_relations, remaining=0, schema=None) -> float:
         if not paths or remaining <= 0:
@@ -176,36 +357,50 @@ class LLMReasoner:
         if self.method == "tog-r":
             p, shown = prompt("judge_chains"), _chains(paths)
         else:
-            p, shown = prompt("judge"), [q.verbalise() for q in paths]
-        reward = ask_strictly(self.client, p.messages(question=question, paths=numbered(shown)), parse_judgement,
-                              temperature=self.client.settings.temperature_reason, purpose=p.name,
-                              reply_format=p.reply_format)
-        return 0.0 if reward is None else reward
+            p, shown = prompt("judge"), [describe(q) for q in paths]
+        reward = ask_strictly(self.client, p.messages(question=question, paths=numbered(shown),
+                                                      next=_next_steps(paths, next_relations)),
+                              parse_judgement, temperature=self.client.settings.temperature_reason, purpose=p.name,
+                              reply_format=p.reply_format, schema=SCHEMA_JUDGE)
+        if reward is None:
+            offline = self.offline.judge(question, topics, paths, next_relations, remaining, schema)
+            return 1.0 if offline >= OFFLINE_STOP else 0.0
+        return reward
 
     def answer(self, question, topics, kept, candidates) -> Answer:
         if not kept:
             names = baseline_answer(self.client, "io", question)
             return Answer(names, from_kg=False, reason="no KG path reached an answer; the model's own knowledge")
         p = prompt("answer")
-        got = ask_strictly(self.client, p.messages(question=question, paths=numbered([q.verbalise() for q in kept])),
-                           lambda reply: parse_answer(reply, len(kept)),
+        tails = [q.tail.name for q in kept]
+        got = ask_strictly(self.client, p.messages(question=question, paths=numbered([describe(q) for q in kept])),
+                           lambda reply: parse_answer(reply, len(kept), tails),
                            temperature=self.client.settings.temperature_reason, purpose="answer",
-                           reply_format=p.reply_format)
-        if got is None:  # fallback: the tail of the best kept path
-            best = max(kept, key=lambda q: q.score)
-            return Answer([best.tail.name], [best.tail.id], [best.id], True, "unreadable answer; best kept path")
+                           reply_format=p.reply_format, schema=_schema_answer(len(kept)))
+        if got is None:
+            fallback = self.offline.answer(question, topics, kept, candidates)
+            fallback.reason = "the model's answer could not be read; the offline reasoner answered from the paths"
+            return fallback
         names, cited = got
+        key = " ".join
         used = [kept[i] for i in cited]
-        ids = []
+        ids: list[str] = []
+        backed: list[Path] = []
         for name in names:
-            match = next((q.tail.id for q in used if q.tail.name.casefold() == name.casefold()), None)
+            norm = key(name.casefold().split())
+            match = next((q for q in used if key(q.tail.name.casefold().split()) == norm), None)
             if match is None:
-                match = next((q.tail.id for q in kept if q.tail.name.casefold() == name.casefold()), None)
-            if match is not None and match not in ids:
-                ids.append(match)
-        from_kg = bool(used)
+                match = next((q for q in kept if key(q.tail.name.casefold().split()) == norm), None)
+            if match is not None:
+                if match.tail.id not in ids:
+                    ids.append(match.tail.id)
+                if all(match.id != q.id for q in backed):
+                    backed.append(match)
+        # every answer backed by a kept path cites it, whether the reply said so or not
+        cited_paths = list({q.id: q for q in [*used, *backed]}.values())
+        from_kg = bool(backed) or (bool(used) and not names)
         reason = "the model's answer from the cited paths" if from_kg else "the model's own knowledge"
-        return Answer(names, ids, [q.id for q in used], from_kg, reason)
+        return Answer(names, ids, [q.id for q in cited_paths], from_kg, reason)
 
 
 class EmbeddingPruner:
@@ -214,6 +409,7 @@ class EmbeddingPruner:
     texts the cache does not hold yet)."""
 
     name = "embedding"
+    uses_llm = False  # embeddings, not chat calls: outside the call budget
 
     def __init__(self, client: LLMClient | None = None, **_: object) -> None:
         if client is None or not client.settings.embedding_model:
@@ -242,6 +438,21 @@ class EmbeddingPruner:
         return self._scores(question, [c.text for c in choices])
 
 
+MAX_NEXT_SHOWN = 30
+
+
+def _next_steps(paths: Sequence[Path], next_relations) -> str:
+    """The relations the walk could follow from the kept paths' ends (what
+    one more depth could add), at most ``MAX_NEXT_SHOWN``."""
+    seen: dict[str, None] = {}
+    for q in paths:
+        for rel in next_relations.get(q.id, ()) if q.id in next_relations else ():
+            seen.setdefault(step(rel)[:-3].rstrip(), None)
+            if len(seen) >= MAX_NEXT_SHOWN:
+                break
+    return "; ".join(seen) if seen else "none"
+
+
 def _chains(paths: Sequence[Path]) -> list[str]:
     """ToG-R's view: one line per relation chain with the entities it reached."""
     groups: dict[tuple, list[Path]] = {}
@@ -250,7 +461,8 @@ def _chains(paths: Sequence[Path]) -> list[str]:
     out = []
     for group in groups.values():
         tails = ", ".join(dict.fromkeys(q.tail.name for q in group))
-        out.append(f"{group[0].verbalise(with_entities=False)}: {tails}")
+        head = " ".join([group[0].topic.name, *(step(h.relation, h.relation_text) for h in group[0].hops)])
+        out.append(f"{head[:-3].rstrip()}: {tails}")
     return out
 
 
@@ -258,7 +470,8 @@ def extract_topics(client: LLMClient, question: str) -> list[str]:
     """Names of the question's topic entities, by the LLM (copied from the question)."""
     p = prompt("topics")
     got = ask_strictly(client, p.messages(question=question), lambda reply: parse_entities(reply, question),
-                       temperature=client.settings.temperature_reason, purpose="topics", reply_format=p.reply_format)
+                       temperature=client.settings.temperature_reason, purpose="topics", reply_format=p.reply_format,
+                       schema=SCHEMA_TOPICS)
     return got or []
 
 
@@ -266,6 +479,7 @@ def baseline_answer(client: LLMClient, method: str, question: str) -> list[str]:
     """IO or CoT prompting: the model answers alone, no knowledge graph."""
     p = prompt(method)
     got = ask_strictly(client, p.messages(question=question), lambda reply: parse_answer(reply, 0),
-                       temperature=client.settings.temperature_reason, purpose=method, reply_format=p.reply_format)
+                       temperature=client.settings.temperature_reason, purpose=method, reply_format=p.reply_format,
+                       schema=_schema_answer(0))
     return got[0] if got else []
 

@@ -349,7 +349,12 @@ def ask(question, store, topics, as_json, **options) -> None:
     shown = ", ".join(answer[:ANSWERS_SHOWN]) + (f" … and {len(answer) - ANSWERS_SHOWN} more (--json lists all)"
                                                  if len(answer) > ANSWERS_SHOWN else "")
     source = "" if data["from_kg"] or not answer else "  (from the model's own knowledge, not the KG)"
-    click.echo(f"answer: {shown if answer else '(no answer found in the KG)'}{source}")
+    if answer:
+        click.echo(f"answer: {shown}{source}")
+    else:
+        click.echo(f"answer: (none) - {data['reason'] or 'no answer found in the KG'}")
+    if data["fallbacks"]:
+        click.echo(_fallback_line(data["fallbacks"]))
     if data["paths"]:
         click.echo("paths:")
         for p in data["paths"]:
@@ -360,6 +365,11 @@ def ask(question, store, topics, as_json, **options) -> None:
         click.echo(_llm_line(s))
     if data["run"]:
         click.echo(f"run: {data['run']}  (tog runs show {data['run']})")
+
+
+def _fallback_line(n: int) -> str:
+    return (f"warning: {n} model repl{'y' if n == 1 else 'ies'} could not be read, even when asked again; "
+            "the offline scorer, judge or answer stood in (--strict-llm makes this an error)")
 
 
 def _llm_line(s: dict) -> str:
@@ -577,7 +587,7 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
         progress = sys.stderr.isatty()
     with _settings(options).open(concurrency) as engine, _open(store) as s:
         summary = evaluate(questions, lambda q: engine.answer_row(s, q), out, progress=progress,
-                           concurrency=concurrency)
+                           concurrency=concurrency, settings=engine.describe())
         if report is not None:
             try:
                 pictures = write_report(s, report, out, summary, {q.id for q in questions})
@@ -596,9 +606,15 @@ def _print_summary(s: dict) -> None:
     if "llm" in s:
         m = s["llm"]
         cost = "cost unknown" if m["cost"] is None else f"${m['cost']:.6f}"
-        click.echo(f"LLM: {m['calls']} calls ({m['calls_per_question']:.2f} per question), {m['cache_hits']} from "
-                   f"the cache, {m['tokens_in']:,} tokens in, {m['tokens_out']:,} out, {cost}; "
-                   f"{m['retries']} retries, {m['repairs']} repaired replies, {m['fallbacks']} fallbacks")
+        click.echo(f"LLM: {m['calls']} calls ({m['calls_per_question']:.2f} per question, at most "
+                   f"{m.get('calls_max', 0)}), {m['cache_hits']} from the cache, {m['tokens_in']:,} tokens in, "
+                   f"{m['tokens_out']:,} out, {cost}; {m['retries']} retries, {m['repairs']} repaired replies, "
+                   f"{m['fallbacks']} fallbacks" + (f" in {m['questions_with_fallbacks']} questions"
+                                                   if m.get("questions_with_fallbacks") else ""))
+        model = (s.get("settings") or {}).get("llm") or {}
+        if model.get("model"):
+            click.echo(f"model: {model['model']}" + (f" at {model['host']}" if model.get("host") else "")
+                       + f", structured {model['structured']}, prompts {model['prompts']}")
     for t, b in s.get("by_type", {}).items():
         click.echo(f"  {t}: {b['questions']} questions, hits@1 {b['hits@1']:.3f} "
                    f"(strict {b['hits@1_strict']:.3f}), F1 {b['f1']:.3f}")

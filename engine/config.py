@@ -82,8 +82,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("threshold", float, None, "Stop once the judge's reward reaches this [default: 0.5 for the LLM judge, "
            "whose reward is its probability that the paths suffice; 0.9 offline].", LIMITS["threshold"]),
     Option("max_candidates", int, 100, "Neighbours fetched per (entity, relation).", LIMITS["max_candidates"]),
-    Option("sample_over", int, 0, "ToG's rule for crowded relations: an (entity, relation) with this many "
-           "neighbours or more offers only --sample-size of them (ToG: 20); 0 turns it off.", LIMITS["sample_over"]),
+    Option("sample_over", int, None, "ToG's rule for crowded relations: an (entity, relation) with this many "
+           "neighbours or more offers only --sample-size of them; 0 turns it off [default: 20, ToG's, when an "
+           "LLM prunes; else 0].", LIMITS["sample_over"]),
     Option("sample_size", int, 5, "Neighbours a crowded relation offers (ToG's num_retain_entity).",
            LIMITS["sample_size"]),
     Option("seed", int, 0, "Seed for tie-breaks and sampling."),
@@ -106,6 +107,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("llm_timeout", float, 60.0, "Seconds per LLM call.", (1, None)),
     Option("llm_retries", int, 4, "Retries of a call on rate limits, timeouts and server errors (with backoff).",
            (0, 20)),
+    Option("structured", str, "auto", "JSON-schema constrained replies: auto (when litellm's model map says the "
+           "model supports them), on, off (free text, read tolerantly).", choices=lambda: ["auto", "on", "off"]),
+    Option("strict_llm", bool, False, "An LLM reply that cannot be read (even when asked again) is an error, "
+           "not a fallback to the offline component.", flag=True),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 # keys a config file may also set (options of `eval` and the store)
@@ -123,7 +128,7 @@ class Settings:
     reasoner: str | None = None
     threshold: float | None = None
     max_candidates: int = 100
-    sample_over: int = 0
+    sample_over: int | None = None
     sample_size: int = 5
     seed: int = 0
     relation_descriptions: Path | None = None
@@ -138,6 +143,8 @@ class Settings:
     cache_sampled: bool = False
     llm_timeout: float = 60.0
     llm_retries: int = 4
+    structured: str = "auto"
+    strict_llm: bool = False
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> Settings:
@@ -177,6 +184,13 @@ class Settings:
         return self.reasoner or ("llm" if self.model else "offline")
 
     @property
+    def sample_from(self) -> int:
+        """ToG's crowded-relation rule: on (20) by default when an LLM prunes."""
+        if self.sample_over is not None:
+            return self.sample_over
+        return 20 if self.pruner_name == "llm" else 0
+
+    @property
     def stop_at(self) -> float:
         """The judge's reward that stops the search (the LLM judge's is a probability)."""
         if self.threshold is not None:
@@ -185,7 +199,7 @@ class Settings:
 
     def search_config(self) -> SearchConfig:
         return SearchConfig(width=self.width, depth=self.depth, method=self.method, threshold=self.stop_at,
-                            max_candidates=self.max_candidates, sample_over=self.sample_over,
+                            max_candidates=self.max_candidates, sample_over=self.sample_from,
                             sample_size=self.sample_size, seed=self.seed)
 
     def replace(self, **changes: Any) -> Settings:
@@ -207,14 +221,16 @@ class Settings:
                 temperature_explore=self.temperature_explore, temperature_reason=self.temperature_reason,
                 max_tokens=self.max_tokens, timeout=self.llm_timeout, retries=self.llm_retries,
                 cache=self.llm_cache, cache_sampled=self.cache_sampled and self.llm_cache,
-                max_in_flight=max(1, concurrency)))
+                max_in_flight=max(1, concurrency), structured=self.structured, strict=self.strict_llm))
         try:
-            descriptions, extra = None, {}
+            descriptions, extra = None, dict[str, Any]()
             if self.relation_descriptions is not None:
                 from engine.descriptions import Descriptions
 
                 descriptions = Descriptions.load(self.relation_descriptions)
                 extra = {"relation_descriptions": str(self.relation_descriptions)}
+            if llm is not None:
+                extra["llm"] = llm.describe()
             return Engine(self, self.search_config(), get_pruner(self.pruner_name, seed=self.seed, client=llm),
                           get_reasoner(self.reasoner_name, client=llm, method=self.method), llm, descriptions, extra)
         except BaseException:
@@ -241,6 +257,11 @@ class Engine:
 
         return ask(store, question, self.pruner, self.reasoner, self.config, topics, record=self.settings.record,
                    extra_config=self.extra, llm=self.llm, descriptions=self.descriptions)
+
+    def describe(self) -> dict:
+        """What produced the answers: the search, the components and the model (no credentials)."""
+        return {"search": dataclasses.asdict(self.config), "pruner": self.pruner.name,
+                "reasoner": self.reasoner.name, **self.extra}
 
     def answer_row(self, store: Store, q: Question) -> dict:
         """One question of an evaluation, as its results-file row (without the scores)."""

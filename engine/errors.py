@@ -88,3 +88,8 @@ class LLMRequestError(LLMError):
 
 class LLMUnavailableError(LLMError):
     """Rate limits, timeouts, connection failures or 5xx answers outlasted the retries."""
+
+
+class LLMReplyError(LLMError):
+    """A reply could not be read, even when asked again, and ``--strict-llm``
+    refuses the offline fallback."""

@@ -281,6 +281,7 @@ def evaluate(
     out: Path,
     progress: bool = False,
     concurrency: int = 1,
+    settings: dict | None = None,
 ) -> dict:
     """Answer every question not yet in ``out``, appending one line each as
     it finishes (``concurrency`` questions at a time); return the summary
@@ -310,6 +311,8 @@ def evaluate(
     if bar is not None:
         bar.close()
     summary = summarise(out, {q.id for q in questions})
+    if settings is not None:
+        summary["settings"] = settings
     summary_path(out).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
 
@@ -392,6 +395,7 @@ def summarise(out: Path, ids: set[str] | None = None) -> dict:
         summary["llm"] = {
             "calls": sum(r.get("llm_calls", 0) for r in rows),
             "calls_per_question": round(sum(r.get("llm_calls", 0) for r in rows) / (n or 1), 3),
+            "calls_max": max((r.get("llm_calls", 0) for r in rows), default=0),
             "cache_hits": sum(r.get("llm_cache_hits", 0) for r in rows),
             "tokens_in": sum(r.get("tokens_in", 0) for r in rows),
             "tokens_out": sum(r.get("tokens_out", 0) for r in rows),
@@ -399,6 +403,8 @@ def summarise(out: Path, ids: set[str] | None = None) -> dict:
             "retries": sum(r.get("llm_retries", 0) for r in rows),
             "repairs": sum(r.get("llm_repairs", 0) for r in rows),
             "fallbacks": sum(r.get("llm_fallbacks", 0) for r in rows),
+            "questions_with_fallbacks": sum(1 for r in rows if r.get("llm_fallbacks")),
+            "splits": sum(r.get("llm_splits", 0) for r in rows),
         }
     by_type: dict[str, list[dict]] = defaultdict(list)
     for r in rows:

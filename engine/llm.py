@@ -29,11 +29,13 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from engine.errors import LLMAuthError, LLMError, LLMRequestError, LLMUnavailableError
 
-CACHE_VERSION = 1
+T = TypeVar("T")
+CACHE_VERSION = 2
 DEFAULT_CONTEXT_WINDOW = 4096  # models litellm does not know (Llama-2's window)
 MAX_WAIT = 60.0
 
@@ -49,6 +51,10 @@ def litellm():
             os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
             import litellm as module
 
+            import logging
+
+            for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
+                logging.getLogger(name).setLevel(logging.WARNING)  # its INFO lines would mix into our output
             module.suppress_debug_info = True
             module.telemetry = False
             module.drop_params = True  # a parameter a provider lacks is dropped, not an error
@@ -79,6 +85,8 @@ class LLMSettings:
     context_window: int | None = None  # default: litellm's model info, else 4096
     max_in_flight: int = 8             # concurrent calls at most
     embedding_model: str | None = None  # for the embedding pruner
+    structured: str = "auto"           # JSON-schema replies: auto (when litellm says the model can), on, off
+    strict: bool = False               # an unreadable reply is an error, not an offline fallback
 
     def with_(self, **changes) -> LLMSettings:
         return replace(self, **changes)
@@ -96,7 +104,8 @@ class Usage:
     seconds: float = 0.0
     retries: int = 0
     repairs: int = 0           # malformed replies asked again
-    fallbacks: int = 0         # replies given up on (uniform scores, no answer)
+    fallbacks: int = 0         # replies given up on (the offline component decided instead)
+    splits: int = 0            # extra calls of lists split to fit the context window
     by_purpose: dict = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -122,21 +131,67 @@ class Usage:
         return {"llm_calls": self.calls, "llm_cache_hits": self.cache_hits, "tokens_in": self.tokens_in,
                 "tokens_out": self.tokens_out, "cost": None if self.cost is None else round(self.cost, 8),
                 "llm_seconds": round(self.seconds, 6), "llm_retries": self.retries,
-                "llm_repairs": self.repairs, "llm_fallbacks": self.fallbacks,
+                "llm_repairs": self.repairs, "llm_fallbacks": self.fallbacks, "llm_splits": self.splits,
                 "llm_calls_by_purpose": dict(self.by_purpose)}
 
 
 _current: contextvars.ContextVar[Usage | None] = contextvars.ContextVar("tog_llm_usage", default=None)
 
 
+@dataclass
+class CallBudget:
+    """A question's hard limit on chat calls, repairs included.
+
+    ``ahead`` is how many calls the search's plan still needs after the one
+    being made (the search says so before each step); a repair is asked only
+    when it leaves room for them. Lists split to fit the context window are
+    the one exception: each extra part raises the limit and is counted."""
+
+    limit: int
+    ahead: int = 0
+    spent: int = 0
+    splits: int = 0
+
+    def spare(self) -> bool:
+        """Is there room for one more call besides the plan?"""
+        return self.spent + self.ahead < self.limit
+
+    def split(self, extra: int) -> None:
+        self.limit += extra
+        self.splits += extra
+
+
+_budget: contextvars.ContextVar[CallBudget | None] = contextvars.ContextVar("tog_llm_budget", default=None)
+
+
 @contextlib.contextmanager
-def tracking(usage: Usage) -> Iterator[Usage]:
-    """Sum the LLM calls made inside the block (in this thread) into ``usage``."""
-    token = _current.set(usage)
+def _scoped(var: contextvars.ContextVar, value: T) -> Iterator[T]:
+    token = var.set(value)
     try:
-        yield usage
+        yield value
     finally:
-        _current.reset(token)
+        var.reset(token)
+
+
+def budgeting(budget: CallBudget) -> contextlib.AbstractContextManager[CallBudget]:
+    """Count the chat calls made inside the block against ``budget``."""
+    return _scoped(_budget, budget)
+
+
+def current_budget() -> CallBudget | None:
+    return _budget.get()
+
+
+def plan_calls(ahead: int) -> None:
+    """Tell the question's budget how many calls the plan still needs after the next one."""
+    budget = _budget.get()
+    if budget is not None:
+        budget.ahead = max(0, ahead)
+
+
+def tracking(usage: Usage) -> contextlib.AbstractContextManager[Usage]:
+    """Sum the LLM calls made inside the block (in this thread) into ``usage``."""
+    return _scoped(_current, usage)
 
 
 def current_usage() -> Usage | None:
@@ -182,9 +237,10 @@ def _public_base(api_base: str | None) -> str | None:
 
 
 def cache_key(model: str, api_base: str | None, messages: Sequence[dict], temperature: float,
-              max_tokens: int) -> str:
+              max_tokens: int, response_format: dict | None = None) -> str:
     blob = json.dumps({"v": CACHE_VERSION, "model": model, "api_base": _public_base(api_base),
-                       "messages": list(messages), "temperature": temperature, "max_tokens": max_tokens},
+                       "messages": list(messages), "temperature": temperature, "max_tokens": max_tokens,
+                       "response_format": response_format},
                       sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -207,6 +263,8 @@ class LLMClient:
                 raise LLMError(f"cannot open the LLM cache at {path}: {e}") from None
         self._provider: str | None = None
         self._window: int | None = settings.context_window
+        self._structured: bool | None = None
+        self._credentials_checked = False
 
     # -- facts about the model ------------------------------------------------
     @property
@@ -230,30 +288,67 @@ class LLMClient:
                 self._window = DEFAULT_CONTEXT_WINDOW
         return self._window
 
-    def count_tokens(self, messages: Sequence[dict]) -> int:
-        try:
-            return int(litellm().token_counter(model=self.settings.model, messages=list(messages)))
-        except Exception:  # no tokenizer for this model: about four characters a token
-            return sum(len(m.get("content") or "") for m in messages) // 4 + 4 * len(messages)
+    @property
+    def structured(self) -> bool:
+        """Are replies constrained by a JSON schema? ``auto``: when litellm's
+        model map says the model supports response schemas."""
+        mode = self.settings.structured
+        if mode in ("on", "off"):
+            return mode == "on"
+        if self._structured is None:
+            try:
+                self._structured = bool(litellm().supports_response_schema(
+                    model=self.settings.model, custom_llm_provider=None))
+            except Exception:  # an unmapped model: free text, read tolerantly
+                self._structured = False
+        return self._structured
 
-    def fits(self, messages: Sequence[dict]) -> bool:
-        return self.count_tokens(messages) + self.settings.max_tokens <= self.context_window
+    def describe(self) -> dict:
+        """What a run records about the model: never credentials, only the endpoint's host."""
+        from engine.agent import prompts_hash
+
+        s = self.settings
+        host = urlsplit(s.api_base).hostname if s.api_base else None
+        return {"model": s.model or None, "host": host, "embedding_model": s.embedding_model,
+                "temperature_explore": s.temperature_explore, "temperature_reason": s.temperature_reason,
+                "max_tokens": s.max_tokens, "structured": s.structured, "prompts": prompts_hash()}
+
+    @staticmethod
+    def count_tokens(messages: Sequence[dict]) -> int:
+        """A local estimate (about four characters a token): no tokenizer is
+        downloaded at run time; providers report the real counts."""
+        return sum(len(m.get("content") or "") for m in messages) // 4 + 4 * len(messages)
+
+    def fits(self, messages: Sequence[dict], max_tokens: int | None = None) -> bool:
+        return self.count_tokens(messages) + (max_tokens or self.settings.max_tokens) <= self.context_window
 
     # -- calls ----------------------------------------------------------------
-    def complete(self, messages: Sequence[dict], *, temperature: float, purpose: str) -> str:
-        """The model's reply text to ``messages``."""
+    def complete(self, messages: Sequence[dict], *, temperature: float, purpose: str,
+                 schema: dict | None = None, max_tokens: int | None = None) -> str:
+        """The model's reply text to ``messages``; with ``schema`` (a JSON
+        schema) and structured replies on, the provider is asked to keep to it."""
         s = self.settings
         if not (s.model or "").strip():
             raise LLMRequestError("no model named (--model or TOG_MODEL)")
+        max_tokens = max_tokens or s.max_tokens
+        response_format = None
+        if schema is not None and self.structured:
+            response_format = {"type": "json_schema",
+                               "json_schema": {"name": purpose.replace("-", "_"), "schema": schema, "strict": True}}
+        budget = _budget.get()
+        if budget is not None:
+            budget.spent += 1
         cache = self._cache if (temperature == 0 and s.cache) or (temperature > 0 and s.cache_sampled) else None
-        key = cache_key(s.model, s.api_base, messages, temperature, s.max_tokens) if cache is not None else None
+        key = cache_key(s.model, s.api_base, messages, temperature, max_tokens, response_format) \
+            if cache is not None else None
         if cache is not None and key is not None:
             hit = cache.get(key)
             if hit is not None:
                 self._record(purpose, 0, 0, 0.0, 0.0, cached=True)
                 return hit["text"]
         with self._slots:
-            text, tokens_in, tokens_out, cost, seconds, retries = self._call(messages, temperature)
+            text, tokens_in, tokens_out, cost, seconds, retries = self._call(messages, temperature, max_tokens,
+                                                                             response_format)
         self._record(purpose, tokens_in, tokens_out, cost, seconds, cached=False, retries=retries)
         if cache is not None and key is not None:
             cache.put(key, s.model, {"text": text, "tokens_in": tokens_in, "tokens_out": tokens_out,
@@ -265,17 +360,41 @@ class LLMClient:
             if usage is not None:
                 usage.add(purpose, tokens_in, tokens_out, cost, seconds, cached, retries)
 
-    def _call(self, messages, temperature):
+    def _call(self, messages, temperature, max_tokens, response_format):
         s = self.settings
+        extra: dict = {}
+        if response_format is not None:
+            extra["response_format"] = response_format
+        if self.provider in ("ollama", "ollama_chat"):
+            extra["num_ctx"] = self.context_window  # Ollama's own default (2048) would cut prompts silently
+        self._check_credentials()
         response, seconds, retries = self._with_retries(
             s.model, lambda lm: lm.completion(model=s.model, messages=list(messages), temperature=temperature,
-                                              max_tokens=s.max_tokens, api_base=s.api_base, timeout=s.timeout,
-                                              num_retries=0))
+                                              max_tokens=max_tokens, api_base=s.api_base, timeout=s.timeout,
+                                              num_retries=0, **extra))
         text = (response.choices[0].message.content or "") if response.choices else ""
         usage = getattr(response, "usage", None)
         tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
         tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
         return text, tokens_in, tokens_out, _cost(response), seconds, retries
+
+    def _check_credentials(self) -> None:
+        """A provider's key variable that is not set is one clear line, before any call (never retried)."""
+        if self._credentials_checked:
+            return
+        s = self.settings
+        try:
+            found = litellm().validate_environment(model=s.model, api_base=s.api_base)
+        except Exception:  # a route litellm cannot check: the call will say
+            found = {}
+        missing = [k for k in (found.get("missing_keys") or []) if isinstance(k, str) and k.endswith(("_KEY", "_TOKEN", "_SECRET"))]
+        if missing:
+            names = " / ".join(missing)
+            hint = " (a local OpenAI-compatible server that needs no key takes any value)" \
+                if s.api_base and self.provider == "openai" else ""
+            raise LLMAuthError(f"LLM {s.model} ({self.provider}) needs {names}, which is not set{hint}",
+                               model=s.model, provider=self.provider)
+        self._credentials_checked = True
 
     def embed(self, texts: Sequence[str], purpose: str = "embedding") -> list[list[float]]:
         """One vector per text from the embedding model (cached per text)."""
@@ -333,7 +452,8 @@ class LLMClient:
                 raise self._error(LLMRequestError, "rejected the request", e, model=model) from None
             except retryable as e:
                 wait_asked = _retry_after(e)
-                if retries >= s.retries:
+                refused_conn = _connection_refused(e)
+                if retries >= s.retries or (refused_conn and retries >= 1):
                     raise self._error(LLMUnavailableError, f"failed after {retries + 1} attempts", e,
                                       wait_asked, model=model) from None
                 wait = s.backoff * (2 ** retries) * (0.75 + random.random() / 2)
@@ -354,6 +474,11 @@ class LLMClient:
                model: str | None = None) -> LLMError:
         model = model or self.settings.model
         detail = " ".join(str(getattr(e, "message", None) or e).split())
+        if _connection_refused(e):
+            where = _public_base(self.settings.api_base) or "the provider"
+            return kind(f"LLM {model}: connection refused by {where} (is the model's server running?)",
+                        model=model, provider=self.provider, retry_after=retry_after)
+        detail = _last_message(detail)
         if len(detail) > 300:
             detail = detail[:300] + "…"
         provider = getattr(e, "llm_provider", None) or self.provider
@@ -363,6 +488,30 @@ class LLMClient:
     def close(self) -> None:
         if self._cache is not None:
             self._cache.close()
+
+
+def _connection_refused(e: BaseException) -> bool:
+    """Did the call fail because nothing listens at the endpoint? (litellm
+    wraps the socket's error as a generic connection or server error)."""
+    seen = 0
+    x: BaseException | None = e
+    while x is not None and seen < 12:
+        text = str(x).lower()
+        if isinstance(x, ConnectionRefusedError) or "connection refused" in text or "connect call failed" in text:
+            return True
+        x = x.__cause__ or x.__context__
+        seen += 1
+    return False
+
+
+def _last_message(detail: str) -> str:
+    """litellm nests provider messages ("litellm.X: litellm.Y: text"): keep the innermost."""
+    while True:
+        head, sep, rest = detail.partition(": ")
+        if sep and head.startswith("litellm.") and " " not in head:
+            detail = rest
+            continue
+        return detail
 
 
 def _cost(response) -> float | None:

@@ -245,6 +245,12 @@ def report_page(title: str, summary: dict, rows: list[dict], links: dict[str, st
                  f"{llm['cache_hits']} from the cache, {llm['tokens_in']:,} tokens in, {llm['tokens_out']:,} out, "
                  f"cost {cost}; {llm['retries']} retries, {llm['repairs']} repaired replies, "
                  f"{llm['fallbacks']} fallbacks.</p>")
+    model = (summary.get("settings") or {}).get("llm") or {}
+    if model.get("model"):
+        usage += (f"<p>Model: {e(str(model['model']))}" + (f" at {e(str(model['host']))}" if model.get("host") else "")
+                  + f"; temperatures {model.get('temperature_explore')} / {model.get('temperature_reason')}, "
+                  f"at most {model.get('max_tokens')} tokens per reply, structured replies "
+                  f"{e(str(model.get('structured')))}, prompts {e(str(model.get('prompts')))}.</p>")
     body = []
     for r in rows:
         link = links.get(r.get("run") or "")

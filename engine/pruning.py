@@ -48,6 +48,7 @@ class Choice:
 
 class Pruner(Protocol):
     name: str
+    uses_llm: bool  # makes chat calls (they count against a question's call budget)
 
     def score_relations(self, question: str, choices: Sequence[Choice]) -> list[float]:
         """One score per choice, higher is better, in [0, 1]."""
@@ -109,6 +110,7 @@ class BM25Pruner:
     """
 
     name = "bm25"
+    uses_llm = False
 
     def __init__(self, **_: object) -> None:
         pass
@@ -141,6 +143,7 @@ class HybridPruner:
     whole verbalised path to tell apart candidates the chain cannot."""
 
     name = "hybrid"
+    uses_llm = False
     BM25_WEIGHT = 0.2
 
     def __init__(self, **options: object) -> None:
@@ -169,6 +172,7 @@ class RandomPruner:
     entity sampling)."""
 
     name = "random"
+    uses_llm = False
 
     def __init__(self, seed: int = 0, **_: object) -> None:
         self.seed = seed

@@ -42,6 +42,7 @@ Schema = Callable[[Sequence[Relation]], Mapping[Relation, Sequence[Relation]]]
 
 class Reasoner(Protocol):
     name: str
+    uses_llm: bool  # makes chat calls (they count against a question's call budget)
 
     def judge(self, question: str, topics: Sequence[Node], paths: Sequence[Path],
               next_relations: Mapping[str, Sequence[Relation]], remaining: int = 0,
@@ -65,6 +66,7 @@ class OfflineReasoner:
     the depth left); answer with the tails of the best relation chain."""
 
     name = "offline"
+    uses_llm = False
 
     def __init__(self, **_: object) -> None:
         pass

@@ -42,6 +42,8 @@ class AskResult:
             "answer": r.answer.names,
             "answer_ids": r.answer.ids,
             "from_kg": r.answer.from_kg,
+            "fallbacks": r.stats.get("llm_fallbacks", 0),
+            "reason": r.answer.reason,
             "paths": [p.verbalise() for p in r.supporting],
             "depth": r.depth,
             "rewards": r.rewards,
@@ -84,11 +86,13 @@ def ask(
 
 def _ask(store, question, pruner, reasoner, config, topics, record, extra_config, llm, usage,
          descriptions) -> AskResult:
-    from engine.llm import tracking
+    from engine.llm import CallBudget, budgeting, tracking
+    from engine.search import CallPlan
 
     kg = store.kg
     runs = store.runs if record else None
-    with tracking(usage):
+    limit = 2 if config.method in BASELINES else CallPlan(config, pruner, reasoner).limit()
+    with tracking(usage), budgeting(CallBudget(limit)) as budget:
         if config.method in BASELINES:
             if not question or not question.strip():
                 raise QuestionError("the question is empty")
@@ -121,6 +125,7 @@ def _ask(store, question, pruner, reasoner, config, topics, record, extra_config
             raise
     if llm is not None:
         result.stats.update(usage.to_dict())
+        result.stats["llm_budget"] = budget.limit
     result.stats["answer_paths"] = list(result.answer.path_ids)  # the path nodes the answer cites
     if runs is not None and info is not None:
         info.status = "done"
@@ -205,6 +210,14 @@ def render_tree(tree: RunTree, show_pruned: bool = True, max_children: int = 12,
     ]
     for f in info.feedback:
         lines.append(f"feedback: {f['rating']} ({f['at']})" + (f": {f['comment']}" if f.get("comment") else ""))
+    if info.stats.get("llm_fallbacks"):
+        n = info.stats["llm_fallbacks"]
+        lines.append(f"warning: {n} model repl{'y' if n == 1 else 'ies'} could not be read; the offline "
+                     "scorer, judge or answer stood in")
+    model = info.config.get("llm") if isinstance(info.config.get("llm"), dict) else None
+    if model and model.get("model"):
+        lines.append(f"model: {model['model']}" + (f" at {model['host']}" if model.get("host") else "")
+                     + f", structured {model.get('structured')}, prompts {model.get('prompts')}")
     if info.stats:
         lines.append("stats: " + ", ".join(f"{k}={v}" for k, v in info.stats.items() if k != "answer_paths"))
     children: dict[str | None, list] = defaultdict(list)

@@ -98,6 +98,40 @@ class SearchResult:
     stats: dict = field(default_factory=dict)
 
 
+class CallPlan:
+    """The chat calls a search makes at most, phase by phase: relations and
+    entities when the pruner is an LLM (entities for ToG only), the judge
+    when the reasoner is (not after the last depth), one answer. Tells the
+    question's call budget what is still ahead before each phase."""
+
+    def __init__(self, config: SearchConfig, pruner: Pruner, reasoner: Reasoner) -> None:
+        self.depth = config.depth
+        self.relations = int(pruner.uses_llm)
+        self.entities = int(pruner.uses_llm and config.method == "tog")
+        self.judge = int(reasoner.uses_llm)
+        self.answer = int(reasoner.uses_llm)
+
+    def per_depth(self, d: int) -> int:
+        return self.relations + self.entities + (self.judge if d < self.depth else 0)
+
+    def total(self) -> int:
+        return sum(self.per_depth(d) for d in range(1, self.depth + 1)) + self.answer
+
+    def limit(self) -> int:
+        """The question's budget: the plan and one spare call (topic entities
+        found by the LLM, or a repair)."""
+        return self.total() + 1
+
+    def before(self, d: int, phase: str) -> None:
+        """Before ``phase`` ("relations", "entities", "judge", "answer") of depth ``d``."""
+        from engine.llm import plan_calls
+
+        later = sum(self.per_depth(k) for k in range(d + 1, self.depth + 1)) + self.answer
+        this = {"relations": self.entities + (self.judge if d < self.depth else 0),
+                "entities": self.judge if d < self.depth else 0, "judge": 0, "answer": -later}[phase]
+        plan_calls(this + later)
+
+
 def search(
     kg: KnowledgeGraph,
     question: str,
@@ -113,6 +147,7 @@ def search(
     ``descriptions`` (a user's relation description file) are put on every
     relation the KG offers, for the pruner and the judge to read."""
     recorder = recorder or Recorder(None, None)
+    plan = CallPlan(config, pruner, reasoner)
     rng = random.Random(f"{config.seed}:{question}")
     lookups0, seconds0 = kg.meter.lookups, kg.meter.seconds
     started = time.perf_counter()
@@ -136,6 +171,7 @@ def search(
         rels = [rel for p in beam for rel in around.get(p.id, ())]
         if not choices:
             break
+        plan.before(depth, "relations")
         scores = pruner.score_relations(question, choices)
         chosen: dict[str, list[tuple[Relation, float]]] = defaultdict(list)
         order = sorted(range(len(choices)), key=lambda i: (-scores[i], rng.random()))
@@ -164,6 +200,7 @@ def search(
             break
         # 3. entity pruning (ToG) or sampling (ToG-R)
         if config.method == "tog":
+            plan.before(depth, "entities")
             escores = pruner.score_entities(question, [Choice(q, q.verbalise()) for q in new])
             for q, s in zip(new, escores):
                 q.score = (q.relation_score + s) / 2
@@ -180,11 +217,13 @@ def search(
         # 4. judge: are the kept paths enough?  (After the last depth the
         # search stops anyway: no relations to list for a judge's look-ahead.)
         around = _Around(kg, beam, descriptions) if depth < config.depth else {}
+        plan.before(depth, "judge")
         reward = reasoner.judge(question, topics, beam, around, config.depth - depth, schema)
         rewards.append(reward)
         if reward >= config.threshold:
             break
 
+    plan.before(config.depth, "answer")
     answer = reasoner.answer(question, topics, beam if reached else [], candidates)
     supporting = [everything[i] for i in answer.path_ids if i in everything]
     stats = {

@@ -1,41 +1,117 @@
-"""A scripted language model behind a real OpenAI-compatible HTTP endpoint
-on 127.0.0.1, so that tests exercise litellm's own code path end to end
-(``--model openai/scripted --api-base http://127.0.0.1:PORT/v1``).
+"""Stand-in language models behind a real OpenAI-compatible HTTP endpoint on
+127.0.0.1, so that tests exercise litellm's own code path end to end
+(``--model openai/standin --api-base http://127.0.0.1:PORT/v1``).
 
-The script reads the prompts the engine sends (the task part of the last
-user message) and replies in the format they ask for, with simple rules
-that know the MetaQA sample's relation words: it prefers candidates that
-share words with the question, calls a set of paths sufficient once they
-are as long as the number of relation words the question uses, and
-answers with the tail of the first path. Faults can be queued (an HTTP
-status with headers, a delay, a garbage reply) to test retries and
-fallbacks; every request is kept for inspection.
+What the stand-in knows comes from the prompt text alone (it never sees gold
+answers) and from one real model: wordllama's small static embeddings (in
+its wheel, offline), which say how close a question's words are to a
+relation's name. No knowledge graph's vocabulary is written here.
+
+- It prefers relations whose words are close to the question's words,
+  entities reached by such relations, calls a set of paths sufficient once
+  every content word of the question is close to some relation on a path,
+  and answers with the tails of the best-covered paths.
+- ``mode`` sets its reply habits, seeded per request (deterministic):
+  ``gpt4``: on format most of the time, with mild drift (bold numbers, a
+  preface, a comment after the score, answers split by commas);
+  ``llama2``: verbose, ignores the format about half the time (names
+  instead of numbers, scores out of 10 or in per cent, JSON, markdown
+  tables, ToG's ``{relation (Score: 0.4)}`` and ``{Yes}``, "The answer is
+  ..."), and now and then (``unreadable``) a reply nobody could read;
+  ``exact``: always exactly the format asked for.
+  A request with a JSON-schema ``response_format`` gets JSON that keeps to
+  the schema (what constrained decoding gives), in every mode.
+- Faults can be queued (an HTTP status with headers, a delay, a garbage
+  reply) and ``error_rate`` makes some requests fail with a 500; every
+  request is kept for inspection.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 import re
 import threading
 import time
+from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
-# question words that name a MetaQA relation (the script's "knowledge")
-RELATION_WORDS = {
-    "directed": "directed", "director": "directed", "directors": "directed",
-    "written": "written", "wrote": "written", "writer": "written", "writers": "written", "screenwriter": "written",
-    "starred": "starred", "actor": "starred", "actors": "starred", "acted": "starred", "starring": "starred",
-    "released": "release", "release": "release", "year": "release", "years": "release",
-    "genre": "genre", "genres": "genre", "type": "genre", "types": "genre",
-    "language": "language", "languages": "language",
-    "tags": "tags", "topics": "tags", "about": "tags", "described": "tags",
-    "rating": "rating", "votes": "votes", "popularity": "votes",
-}
 _WORD = re.compile(r"[a-z]+")
+# English words that carry no relation of their own: function words, question
+# words and the generic nouns a question uses for what it asks about
+STOP = frozenset("""
+a an the of in on at to for from by with and or but as is are was were be been being do does did has have had
+who whom whose what which where when why how that this these those there their its it his her they them he she
+i you we me my our your name names list tell give find show one ones some any all same also other another
+both each either many much more most than then so such can could would should will may might must please
+film films movie movies thing things person people someone something work works
+""".split())
+COVERED = 0.27   # similarity at which a relation accounts for a question word
 
 
-def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower()))
+@lru_cache(maxsize=1)
+def _wordllama():
+    import logging
+
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    import wordllama
+    from wordllama import WordLlama
+
+    # its import configures the root logger at INFO: put it back, other libraries' chatter would mix in
+    root.setLevel(level)
+    for h in root.handlers[:]:
+        if h not in handlers:
+            root.removeHandler(h)
+
+    # the weights and tokenizer ship inside the wheel: point the loader there, no download
+    return WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
+
+
+@lru_cache(maxsize=200_000)
+def similarity(word: str, relation: str) -> float:
+    if not word or not relation:
+        return 0.0
+    if _stem(word) in {_stem(w) for w in _WORD.findall(relation)}:
+        return 1.0
+    return float(_wordllama().similarity(word, relation))
+
+
+def _stem(w: str) -> str:
+    for suffix in ("ings", "ing", "ers", "ors", "ed", "er", "or", "es", "s"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 4:
+            return w[: -len(suffix)]
+    return w
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def cues(question: str, topic: str) -> list[str]:
+    """The question's content words, without the topic entity's."""
+    topic_words = set(_words(topic))
+    return list(dict.fromkeys(w for w in _words(question) if w not in STOP and w not in topic_words and len(w) > 2))
+
+
+def relevance(question: str, topic: str, relations: list[str]) -> float:
+    """How well some relations account for the question: the mean, over the
+    question's content words, of the best similarity to any of them."""
+    found = cues(question, topic)
+    if not found or not relations:
+        return 0.0
+    return sum(max(similarity(w, r) for r in relations) for w in found) / len(found)
+
+
+def uncovered(question: str, topic: str, relations: list[str]) -> list[str]:
+    return [w for w in cues(question, topic) if max((similarity(w, r) for r in relations), default=0.0) < COVERED]
+
+
+# -- reading the engine's prompts -------------------------------------------------
+
+_STEP = re.compile(r"\s(?:->|<-)\s")
 
 
 def _field(task: str, name: str) -> str:
@@ -43,65 +119,317 @@ def _field(task: str, name: str) -> str:
     return m.group(1).strip() if m else ""
 
 
-def _numbered(task: str) -> list[str]:
-    return [m.group(1) for m in re.finditer(r"^\d+\. (.*)$", task, re.M)]
+def _numbered(task: str) -> list[tuple[int, str]]:
+    return [(int(m.group(1)), m.group(2)) for m in re.finditer(r"^(\d+)\. (.*)$", task, re.M)]
 
 
-def relation_hops(question: str) -> int:
-    """How many relations the question names (at least one)."""
-    return max(1, len({RELATION_WORDS[w] for w in _words(question) if w in RELATION_WORDS}))
+def path_relations(line: str) -> tuple[str, list[str]]:
+    """(first entity, relation texts) of a path in the prompts' notation."""
+    parts = _STEP.split(f" {line} ")
+    parts = [p.strip() for p in parts]
+    return parts[0], [p for i, p in enumerate(parts) if i % 2 == 1 and p]
+
+
+def chain_relations(line: str) -> tuple[str, list[str]]:
+    """(topic, relation texts) of a ToG-R chain line ``A -> r1 <- r2: tails``."""
+    head = line.rsplit(":", 1)[0]
+    parts = [p.strip() for p in re.split(r"\s(?:->|<-)\s", f" {head} ")]
+    parts = [p for p in parts if p]
+    return parts[0], parts[1:]
+
+
+class Judgement:
+    """What the stand-in thinks of a prompt: scores, a verdict or an answer."""
+
+    def __init__(self, messages: list[dict]) -> None:
+        self.system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
+        self.task = messages[-1]["content"] if messages else ""
+        self.question = _field(self.task, "Question")
+        if self.task.startswith("Your reply could not be read"):
+            # a repair: answer the earlier task again, in the format asked for
+            earlier = [m for m in messages if m["role"] == "user"]
+            self.task = earlier[-2]["content"] if len(earlier) >= 2 else self.task
+            self.question = _field(self.task, "Question")
+            self.repair = True
+        else:
+            self.repair = False
+        self.kind = self._kind()
+
+    def _kind(self) -> str:
+        if "Candidates:" in self.task:
+            return "relations" if re.search(r"^From ", self.task, re.M) else "entities"
+        if "Sufficient" in self.system:
+            return "judge"
+        if "Entities:" in self.system:
+            return "topics"
+        if "Paths:" in self.task:
+            return "answer"
+        return "baseline"
+
+    # -- the decisions ------------------------------------------------------------
+    def scores(self) -> list[tuple[int, float, str]]:
+        """(candidate number, score, its text) for the best three candidates."""
+        items = _numbered(self.task)
+        if not items:
+            return []
+        scored = []
+        if self.kind == "relations":
+            for n, text in items:
+                topic, rels = path_relations(text.replace(" ?", " X"))
+                start = re.search(r"\(reached by: (.*)\):", self._group_of(n)) or None
+                reached = start.group(1).split("; ")[0] if start else ""
+                first = path_relations(reached)[0] if start else topic
+                before = path_relations(reached)[1] if start else []
+                scored.append((relevance(self.question, first, [*before, *rels]) + 0.5 * relevance(
+                    self.question, first, rels), n, rels[-1] if rels else text))
+        else:  # entities: by the relations that reached them
+            for n, text in items:
+                head = self._group_of(n)
+                topic, rels = path_relations(head.replace(" ...", " X"))
+                scored.append((relevance(self.question, topic, rels), n, text))
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        # a model names a candidate by its relation when that is unambiguous, else by its whole line
+        names = [t[2] for t in scored]
+        full = dict(items)
+        if self.kind == "relations":
+            scored = [(sc, n, text if names.count(text) == 1 else full[n].removesuffix(" ?").strip())
+                      for sc, n, text in scored]
+        else:  # an entity reached twice is named by its whole path
+            scored = [(sc, n, text if names.count(text) == 1 else
+                       f"{self._group_of(n).removesuffix('...').rstrip()} {text}") for sc, n, text in scored]
+        top = scored[:3]
+        total = sum(s for s, _, _ in top) or 1.0
+        return [(n, round(max(s, 0.01) / total, 2), text) for s, n, text in top]
+
+    def _group_of(self, n: int) -> str:
+        """The group line a numbered candidate is listed under."""
+        head = ""
+        for line in self.task.splitlines():
+            m = re.match(r"^(\d+)\. ", line)
+            if m is None:
+                if line.strip() and not line.startswith(("Question:", "Candidates:")):
+                    head = line
+            elif int(m.group(1)) == n:
+                return head
+        return head
+
+    def verdict(self) -> tuple[bool, float]:
+        """Sufficient when the best path accounts for every content word of
+        the question, or when what it leaves out is not something a next
+        step offers; a question about things that share something ("the
+        same director", "share actors") needs a walk there and back."""
+        items = [text for _, text in _numbered(self.task)]
+        chains = "Chains:" in self.task
+        following = [re.sub(r"^(?:->|<-)\s*", "", x.strip()) for x in _field(self.task, "Next steps the walk could take")
+                     .split(";") if x.strip() and x.strip() != "none"]
+        shared = bool(re.search(r"\b(same|share|shares|shared|also)\b", self.question.lower()))
+        best = None
+        for text in items:
+            topic, rels = chain_relations(text) if chains else path_relations(text)
+            words = cues(self.question, topic)
+            useful = all(max((similarity(w, r) for w in words), default=0.0) >= COVERED for r in rels)
+            left = uncovered(self.question, topic, rels)
+            wanted = [w for w in left if max((similarity(w, r) for r in following), default=0.0) >= COVERED]
+            back = not shared or len(rels) >= 2
+            enough = useful and back and not wanted
+            score = (enough, relevance(self.question, topic, rels))
+            best = score if best is None or score > best else best
+        if best is None:
+            return False, 0.5
+        return best[0], round(min(0.95, 0.6 + best[1] / 2), 2)
+
+    def answer(self) -> tuple[list[str], list[int]]:
+        items = _numbered(self.task)
+        ranked = []
+        for n, text in items:
+            topic, rels = path_relations(text)
+            tail = _STEP.split(f" {text} ")[-1].strip()
+            if tail == topic and rels:
+                continue  # "the same director as X": not X itself
+            ranked.append((relevance(self.question, topic, rels), len(rels), n, tail))
+        if not ranked:
+            return [], []
+        top = max(r[0] for r in ranked)
+        best = [r for r in ranked if r[0] >= top - 1e-9]
+        deepest = max(r[1] for r in best)
+        chosen = [r for r in best if r[1] == deepest]
+        return list(dict.fromkeys(r[3] for r in chosen)), [r[2] for r in chosen]
+
+    def topics(self) -> list[str]:
+        m = re.search(r"\[([^\]]+)\]", self.question)
+        if m:
+            return [m.group(1)]
+        names = re.findall(r"(?:[A-Z][\w'.-]*(?:\s+(?:of|the|and|de|la)?\s*[A-Z][\w'.-]*)*)", self.question)
+        return [n for n in names[1:] or names if n][:2]
+
+
+# -- the replies, in each mode's habits ------------------------------------------------
+
+VERBOSE_OPENINGS = ("Sure! I'd be happy to help.", "Of course! Let me think about this step by step.",
+                    "Great question! Here is my analysis.", "Certainly. Based on the information given:")
+UNREADABLE = ("I apologize, but I cannot determine that from the information provided.",
+              "As an AI language model, I need more context to help with this request.",
+              "", "Let me think... The question is interesting and has several aspects to consider.")
+
+
+def reply_text(messages: list[dict], mode: str, rng: random.Random, unreadable: float,
+               stubborn: bool = False) -> str:
+    return reply_and_reading(messages, mode, rng, unreadable, stubborn)[0]
+
+
+def reply_and_reading(messages: list[dict], mode: str, rng: random.Random,
+                      unreadable: float, stubborn: bool = False) -> tuple[str, dict | None]:
+    """The reply in the mode's habits, and the reading it means (what a
+    reader must get from it; None for a reply that says nothing readable):
+    ``{"scores": {index: score}}`` (0-based), ``{"reward": p}``,
+    ``{"names": [...], "cited": [...]}`` (0-based) or ``{"entities": [...]}``."""
+    j = Judgement(messages)
+    drift = rng.random()
+    if mode == "llama2" and (stubborn or not j.repair) and rng.random() < unreadable:
+        return rng.choice(UNREADABLE), None
+    if j.kind in ("relations", "entities"):
+        top = j.scores()
+        exact = "\n".join(f"{n}: {s}" for n, s, _ in top)
+        meant = {"scores": {n - 1: s for n, s, _ in top}}
+        if mode == "exact" or j.repair:
+            return exact, meant
+        if mode == "gpt4":
+            if drift < 0.75:
+                return exact, meant
+            if drift < 0.85:
+                return "\n".join(f"**{n}**: {s}" for n, s, _ in top), meant
+            if drift < 0.93:
+                return "Here are the scores:\n" + "\n".join(f"- {n}: {s}" for n, s, _ in top), meant
+            return "\n".join(f"{n}: {s} ({text})" for n, s, text in top), meant
+        opening = rng.choice(VERBOSE_OPENINGS)
+        style = rng.randrange(8)
+        if style == 0:
+            body = exact
+        elif style == 1:
+            body = "\n".join(f"{text}: {s}" for _, s, text in top)
+        elif style == 2:
+            body = "\n".join(f"{n}: {round(s * 10)}" for n, s, _ in top)
+            tens = [round(s * 10) for _, s, _ in top]
+            divisor = 10 if max(tens, default=0) > 1 else 1  # all 0s and 1s: read as they stand
+            meant = {"scores": {n - 1: t / divisor for (n, _, _), t in zip(top, tens) if t / divisor <= 1}}
+        elif style == 3:
+            body = "\n".join(f"{n}: {round(s * 100)}%" for n, s, _ in top)
+            meant = {"scores": {n - 1: round(s * 100) / 100 for n, s, _ in top}}
+        elif style == 4:
+            body = "```json\n" + json.dumps({str(n): s for n, s, _ in top}) + "\n```"
+        elif style == 5:
+            body = "| # | Candidate | Score |\n|---|---|---|\n" + "\n".join(f"| {n} | {text} | {s} |"
+                                                                        for n, s, text in top)
+        elif style == 6:
+            body = "\n".join(f"{{{text} (Score: {s})}}" for _, s, text in top)
+        else:
+            body = "\n".join(f"{n}. {text}: {s} - this seems relevant to the question." for n, s, text in top)
+        return f"{opening}\n\n{body}\n\nI hope this helps! Let me know if you need anything else.", meant
+    if j.kind == "judge":
+        yes, confidence = j.verdict()
+        word = "yes" if yes else "no"
+        exact = f"Sufficient: {word}\nConfidence: {confidence}"
+        meant = {"reward": round(confidence if yes else 1 - confidence, 6)}
+        if mode == "exact" or j.repair:
+            return exact, meant
+        if mode == "gpt4":
+            if drift < 0.8:
+                return exact, meant
+            if drift < 0.9:
+                return f"**Sufficient:** {word.capitalize()}\n**Confidence:** {confidence}", meant
+            return (f"Sufficient: {word.capitalize()}. " + ("The paths contain the answer." if yes else
+                                                            "More facts are needed.") + f"\nConfidence: {confidence}",
+                    meant)
+        style = rng.randrange(5)
+        if style == 0:
+            return f"{rng.choice(VERBOSE_OPENINGS)}\n\n{exact}", meant
+        if style == 1:
+            return (f"{{{word.capitalize()}}}. " + ("The paths answer the question." if yes else
+                                                    "The given paths are not enough."), {"reward": float(yes)})
+        if style == 2:
+            tenths = round(confidence * 10)
+            return (f"{'Yes' if yes else 'No'}, the paths {'are' if yes else 'are not'} sufficient to answer the "
+                    f"question. My confidence is {tenths}/10.",
+                    {"reward": round(tenths / 10 if yes else 1 - tenths / 10, 6)})
+        if style == 3:
+            return json.dumps({"sufficient": yes, "confidence": confidence}), meant
+        percent = round(confidence * 100)
+        return (f"Looking at the paths, the knowledge {'is' if yes else 'is not'} enough.\n\n"
+                f"Sufficient: {word.upper()}\nConfidence: {percent}%",
+                {"reward": round(percent / 100 if yes else 1 - percent / 100, 6)})
+    if j.kind == "answer":
+        names, cited = j.answer()
+        if not names:
+            return "Answer: unknown\nPaths: none", {"names": [], "cited": []}
+        exact = f"Answer: {' | '.join(names)}\nPaths: {', '.join(map(str, cited))}"
+        meant = {"names": names, "cited": [c - 1 for c in cited]}
+        if mode == "exact" or j.repair:
+            return exact, meant
+        if mode == "gpt4":
+            if drift < 0.85 or len(names) == 1:
+                return exact, meant
+            return f"Answer: {', '.join(names)}\nPaths: {', '.join(map(str, cited))}", meant
+        style = rng.randrange(4)
+        listed = ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
+        if style == 0:
+            return f"{rng.choice(VERBOSE_OPENINGS)}\n\n{exact}", meant
+        if style == 1:
+            return f"Based on the paths, the answer is {listed}.", {"names": names, "cited": []}
+        if style == 2:
+            return (f"{{{names[0]}}}" if len(names) == 1 else f"Answer: {', '.join(names)}",
+                    {"names": names, "cited": []})
+        return f"Answer: {', '.join(names)}\n(Paths used: {', '.join(map(str, cited))})", meant
+    if j.kind == "topics":
+        found = j.topics()
+        if mode == "llama2" and not j.repair and drift < 0.5 and found:
+            return "The named entities in the question are:\n" + "\n".join(f"- {n}" for n in found), \
+                {"entities": found}
+        return f"Entities: {' | '.join(found)}", {"entities": found}
+    # io / cot: no knowledge of its own beyond words; it guesses, as small models do
+    m = re.search(r"\[([^\]]+)\]", j.question)
+    return f"Answer: {m.group(1) if m else 'I do not know'}", None
+
+
+def structured_reply(messages: list[dict], schema: dict) -> str:
+    """JSON that keeps to ``schema``: what a constrained decoder returns."""
+    j = Judgement(messages)
+    props = schema.get("properties", {})
+    if "scores" in props:
+        allowed = set(props["scores"]["items"]["properties"]["candidate"].get("enum") or [])
+        return json.dumps({"scores": [{"candidate": n, "score": s} for n, s, _ in j.scores() if n in allowed]})
+    if "sufficient" in props:
+        yes, confidence = j.verdict()
+        return json.dumps({"sufficient": yes, "confidence": confidence})
+    if "answers" in props:
+        names, cited = j.answer() if j.kind == "answer" else ([], [])
+        return json.dumps({"answers": names, "paths": cited})
+    if "entities" in props:
+        return json.dumps({"entities": j.topics()})
+    return json.dumps({})
 
 
 def bag_of_words(text: str, dimensions: int = 64) -> list[float]:
-    """The scripted embedding: word counts hashed into a fixed number of slots."""
+    """The stand-in embedding: word counts hashed into a fixed number of slots."""
     import zlib
 
     vector = [0.0] * dimensions
-    for w in _words(text):
+    for w in set(_words(text)):
         vector[zlib.crc32(w.encode()) % dimensions] += 1.0
     return vector
 
 
-def scripted_reply(messages: list[dict]) -> str:
-    system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
-    task = messages[-1]["content"]
-    question = _field(task, "Question")
-    if task.startswith("Your reply could not be read"):
-        return "1: 1.0" if "number: score" in task else "Sufficient: no\nConfidence: 0.5"
-    if "Candidates:" in task:  # relations / entities: prefer shared words
-        items = _numbered(task)
-        asked = _words(question) - {"the", "of", "who", "what", "which", "by", "in", "were", "was", "films", "movies"}
-        scored = sorted(((len(asked & _words(c.split("->")[-1] if "entities" not in system else c)), -i, i)
-                         for i, c in enumerate(items)), reverse=True)[:3]
-        top = [i for _, _, i in scored]
-        return "\n".join(f"{i + 1}: {round(1.0 / (rank + 1.5), 3)}" for rank, i in enumerate(top))
-    if "Sufficient:" in system:
-        items = _numbered(task) or [""]
-        if "Chains:" in task:  # topic -> r1 -> r2: entities
-            hops = max(item.split(":")[0].count("->") for item in items)
-        else:  # topic -> r1 -> e1 -> r2 -> e2
-            hops = max((item.count("->") + 1) // 2 for item in items)
-        enough = hops >= relation_hops(question)
-        return f"Sufficient: {'yes' if enough else 'no'}\nConfidence: 0.9"
-    if "Entities:" in system:
-        m = re.search(r"\[([^\]]+)\]", question)
-        return f"Entities: {m.group(1) if m else question.split()[-1]}"
-    if "Paths:" in task:  # answer
-        items = _numbered(task)
-        if not items:
-            return "Answer: unknown\nPaths: none"
-        return f"Answer: {items[0].split('->')[-1].strip()}\nPaths: 1"
-    return "Answer: I do not know"  # io / cot
-
-
-class ScriptedModel:
+class StandInModel:
     """The HTTP endpoint; use as a context manager."""
 
-    def __init__(self, latency: float = 0.0) -> None:
-        self.latency = latency
+    def __init__(self, mode: str = "exact", seed: int = 0, latency: float = 0.0, unreadable: float = 0.03,
+                 error_rate: float = 0.0, stubborn: bool = False) -> None:
+        if mode not in ("exact", "gpt4", "llama2"):
+            raise ValueError(f"unknown stand-in mode {mode!r}")
+        self.mode, self.seed, self.latency = mode, seed, latency
+        self.unreadable, self.error_rate, self.stubborn = unreadable, error_rate, stubborn
         self.requests: list[dict] = []
         self.faults: list[tuple] = []
-        self.replies: list[str] = []  # scripted reply texts, used before the rules
+        self.replies: list[str] = []  # canned reply texts, used before the rules
         self._lock = threading.Lock()
         model = self
 
@@ -111,12 +439,19 @@ class ScriptedModel:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                messages = body.get("messages", [])
+                rng = random.Random(hashlib.sha256(
+                    f"{model.seed}:{json.dumps(messages, sort_keys=True)}".encode()).hexdigest())
                 with model._lock:
-                    model.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
+                    model.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
+                                           "body": body})
                     fault = model.faults.pop(0) if model.faults else None
                     canned = model.replies.pop(0) if model.replies and fault is None else None
+                if fault is None and model.error_rate and rng.random() < model.error_rate \
+                        and len(model.requests) % 2:  # a retry of the same request gets through
+                    fault = ("status", 500)
                 if fault and fault[0] == "status":
-                    self._send(fault[1], {"error": {"message": f"scripted {fault[1]}", "type": "scripted"}},
+                    self._send(fault[1], {"error": {"message": f"stand-in {fault[1]}", "type": "standin"}},
                                fault[2] if len(fault) > 2 else {})
                     return
                 if fault and fault[0] == "sleep":
@@ -126,18 +461,27 @@ class ScriptedModel:
                 if self.path.endswith("/embeddings"):
                     texts = body.get("input", [])
                     texts = [texts] if isinstance(texts, str) else texts
-                    self._send(200, {"object": "list", "model": body.get("model", "scripted-embed"),
+                    self._send(200, {"object": "list", "model": body.get("model", "standin-embed"),
                                      "data": [{"object": "embedding", "index": i, "embedding": bag_of_words(t)}
                                               for i, t in enumerate(texts)],
                                      "usage": {"prompt_tokens": sum(len(t.split()) for t in texts),
                                                "total_tokens": sum(len(t.split()) for t in texts)}})
                     return
-                text = canned if canned is not None else (
-                    fault[1] if fault and fault[0] == "garbage" else scripted_reply(body.get("messages", [])))
-                prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+                schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
+                if canned is not None:
+                    text = canned
+                elif fault and fault[0] == "garbage":
+                    text = fault[1]
+                elif schema:
+                    text = structured_reply(messages, schema)
+                else:
+                    text = reply_text(messages, model.mode, rng, model.unreadable, model.stubborn)
+                with model._lock:
+                    model.requests[-1]["reply"] = text
+                prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
                 self._send(200, {
                     "id": f"chatcmpl-{len(model.requests)}", "object": "chat.completion", "created": int(time.time()),
-                    "model": body.get("model", "scripted"),
+                    "model": body.get("model", "standin"),
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                                  "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
@@ -163,7 +507,7 @@ class ScriptedModel:
         self.api_base = f"http://127.0.0.1:{self.port}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> ScriptedModel:
+    def __enter__(self) -> StandInModel:
         self.thread.start()
         return self
 
@@ -174,3 +518,82 @@ class ScriptedModel:
     @property
     def calls(self) -> int:
         return len(self.requests)
+
+    def kinds(self) -> list[str]:
+        """The kind of prompt of each chat request, in order."""
+        return [Judgement(r["body"].get("messages", [])).kind for r in self.requests if "messages" in r["body"]]
+
+
+ScriptedModel = StandInModel  # the name the older tests use
+
+
+# -- the reply corpus (tests/fixtures/llm_replies.jsonl) ---------------------------------
+
+def reader_inputs(messages: list[dict]) -> dict:
+    """What the engine hands a reader for this prompt: the candidate texts,
+    the number of paths shown and the names they end at, the question."""
+    j = Judgement(messages)
+    out: dict = {"kind": j.kind, "question": j.question}
+    items = _numbered(j.task)
+    if j.kind == "relations":
+        out["candidates"] = [text[:-5] if text.endswith((" -> ?", " <- ?")) else text for _, text in items]
+    elif j.kind == "entities":
+        out["candidates"] = [j._group_of(n).removesuffix("...").rstrip() + " " + text for n, text in items]
+    elif j.kind == "answer":
+        out["shown"] = len(items)
+        out["known"] = [_STEP.split(f" {text} ")[-1].strip() for _, text in items]
+    return out
+
+
+def corpus(questions: Path, kb: Path, limit: int, modes=("gpt4", "llama2")) -> list[dict]:
+    """Every prompt the engine sends on the first ``limit`` questions, with
+    each mode's reply and the reading it means."""
+    import os
+    import tempfile
+
+    from click.testing import CliRunner
+
+    from engine.cli import cli
+
+    rows: list[dict] = []
+    os.environ.setdefault("OPENAI_API_KEY", "sk-corpus")
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "store"
+        runner = CliRunner()
+        assert runner.invoke(cli, ["load", str(kb), "--store", str(store)]).exit_code == 0
+        for mode in modes:
+            for method in ("tog", "tog-r"):
+                with StandInModel(mode=mode) as model:
+                    out = Path(tmp) / f"{mode}-{method}.jsonl"
+                    r = runner.invoke(cli, ["eval", str(questions), "--store", str(store), "--out", str(out),
+                                            "--limit", str(limit), "--model", "openai/standin", "--api-base",
+                                            model.api_base, "--no-cache", "--method", method])
+                    assert r.exit_code == 0, r.output
+                    for req in model.requests:
+                        messages = req["body"].get("messages")
+                        if not messages:
+                            continue
+                        rng = random.Random(hashlib.sha256(
+                            f"{model.seed}:{json.dumps(messages, sort_keys=True)}".encode()).hexdigest())
+                        reply, meant = reply_and_reading(messages, mode, rng, model.unreadable)
+                        assert reply == req["reply"]
+                        rows.append({"mode": mode, **reader_inputs(messages), "reply": reply, "reading": meant})
+    return rows
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Write the reply corpus the reader tests use.")
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--limit", type=int, default=12)
+    args = ap.parse_args()
+    here = Path(__file__).resolve().parent.parent / "examples" / "metaqa"
+    seen, kept = set(), []
+    for row in corpus(here / "questions.txt", here / "kb.txt", args.limit):
+        key = (row["kind"], row["reply"], json.dumps(row.get("candidates")))
+        if key not in seen:
+            seen.add(key)
+            kept.append(row)
+    args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
+    print(f"{len(kept)} replies written to {args.out}")
