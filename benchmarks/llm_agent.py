@@ -39,7 +39,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--per-hop", type=int, default=67, help="Dev questions per hop (67: 201 in all).")
-    ap.add_argument("--seed", type=int, default=11, help="The sample's seed (not the one the stand-ins were "
+    ap.add_argument("--seed", type=int, default=23, help="The sample's seed (not the one the stand-ins were "
                     "written against: they were tried on the repository's MetaQA sample only).")
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "tog-bench-llm")

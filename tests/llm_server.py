@@ -47,7 +47,15 @@ who whom whose what which where when why how that this these those there their i
 i you we me my our your name names list tell give find show one ones some any all same also other another
 both each either many much more most than then so such can could would should will may might must please
 film films movie movies thing things person people someone something work works
+listed known called named considered main primary
 """.split())
+
+
+def relational(word: str) -> bool:
+    """Does a word look like it names a relation (English morphology only):
+    a verb form (directed, written, starring), an agent noun (writer,
+    director, actors) or a plural (languages, genres, years)?"""
+    return len(word) >= 5 and word.endswith(("ed", "en", "ing", "er", "or", "ers", "ors", "ist", "ists", "s"))
 COVERED = 0.27   # similarity at which a relation accounts for a question word
 
 
@@ -197,9 +205,9 @@ class Judgement:
         else:  # an entity reached twice is named by its whole path
             scored = [(sc, n, text if names.count(text) == 1 else
                        f"{self._group_of(n).removesuffix('...').rstrip()} {text}") for sc, n, text in scored]
-        top = scored[:3]
-        total = sum(s for s, _, _ in top) or 1.0
-        return [(n, round(max(s, 0.01) / total, 2), text) for s, n, text in top]
+        top = [(max(sc, 0.01), n, text) for sc, n, text in scored[:3]]  # similarities can be negative
+        total = sum(sc for sc, _, _ in top)
+        return [(n, round(sc / total, 2), text) for sc, n, text in top]
 
     def _group_of(self, n: int) -> str:
         """The group line a numbered candidate is listed under."""
@@ -215,21 +223,25 @@ class Judgement:
 
     def verdict(self) -> tuple[bool, float]:
         """Sufficient when the best path accounts for every content word of
-        the question, or when what it leaves out is not something a next
-        step offers; a question about things that share something ("the
-        same director", "share actors") needs a walk there and back."""
+        the question that names a relation (by its form, or because a next
+        step offers it); a question about things that share something ("the
+        same director", "share actors", "[X] actors") needs a walk there and
+        back."""
         items = [text for _, text in _numbered(self.task)]
         chains = "Chains:" in self.task
         following = [re.sub(r"^(?:->|<-)\s*", "", x.strip()) for x in _field(self.task, "Next steps the walk could take")
                      .split(";") if x.strip() and x.strip() != "none"]
-        shared = bool(re.search(r"\b(same|share|shares|shared|also)\b", self.question.lower()))
+        low = self.question.lower()
+        # "the same director", "share actors", "[X] actors": there and back again
+        shared = bool(re.search(r"\b(same|share|shares|shared|also)\b", low) or re.search(r"\]\s+[a-z]+(?:ors|ers)\b", low))
         best = None
         for text in items:
             topic, rels = chain_relations(text) if chains else path_relations(text)
             words = cues(self.question, topic)
             useful = all(max((similarity(w, r) for w in words), default=0.0) >= COVERED for r in rels)
             left = uncovered(self.question, topic, rels)
-            wanted = [w for w in left if max((similarity(w, r) for r in following), default=0.0) >= COVERED]
+            wanted = [w for w in left if relational(w) or
+                      max((similarity(w, r) for r in following), default=0.0) >= COVERED]
             back = not shared or len(rels) >= 2
             enough = useful and back and not wanted
             score = (enough, relevance(self.question, topic, rels))

@@ -70,8 +70,8 @@ def test_llm_calls_per_question_stay_within_the_method_budget(tog, metaqa_sample
     purposes = {k for r in rows for k in r["llm_calls_by_purpose"]}
     assert "answer" in purposes and ("relations" in purposes) == (pruner == "llm")
     assert ("entities" in purposes) == (method == "tog" and pruner == "llm")
-    # the judge stops the search before the last depth for most questions
-    assert sum(r["depth"] < 3 for r in rows) >= 12
+    # the judge stops the search before the last depth for many questions (the sample's 1- and 2-hop ones)
+    assert sum(r["depth"] < 3 for r in rows) >= 9
     assert "LLM:" in result.output and "cost unknown" in result.output  # unknown model: no price, no crash
     summary = json.loads(out.with_name(out.name + ".summary.json").read_text())
     assert summary["llm"]["calls"] == sum(calls) and summary["llm"]["cost"] is None
