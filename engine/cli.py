@@ -23,6 +23,15 @@ DEFAULT_STORE = ".tog/store"
 ANSWERS_SHOWN = 10
 
 
+def echo(message: object = "", **kwargs) -> None:
+    """``click.echo`` with every control character but the line break escaped:
+    nothing from the data reaches the terminal raw (values are also escaped
+    where they are put into a line, so a name cannot forge a line)."""
+    from engine.text import printable_lines
+
+    click.echo(printable_lines(str(message)), **kwargs)
+
+
 def _fail_cleanly(fn):
     """Turn domain errors into one clear line (and Ctrl-C into exit 130)."""
 
@@ -35,13 +44,17 @@ def _fail_cleanly(fn):
         except SettingsError as e:
             if os.environ.get("TOG_TRACEBACK"):
                 raise
-            raise click.UsageError(str(e)) from e
+            from engine.text import printable, redact
+
+            raise click.UsageError(printable(redact(str(e)))) from e
         except TogError as e:
             if os.environ.get("TOG_TRACEBACK"):
                 raise
-            raise click.ClickException(str(e)) from e
+            from engine.text import printable, redact
+
+            raise click.ClickException(printable(redact(str(e)))) from e
         except KeyboardInterrupt:
-            click.echo("\ninterrupted; the store is consistent. Re-run the same command to go on.", err=True)
+            echo("\ninterrupted; the store is consistent. Re-run the same command to go on.", err=True)
             sys.exit(130)
 
     return wrapper
@@ -187,16 +200,16 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
                            name_predicates=preds, name_langs=langs, progress=progress, force=force,
                            chunk_bytes=chunk_bytes, segment_lines=segment_lines or SEGMENT_LINES)
         if report.already_complete:
-            click.echo(f"{f}: already loaded ({report.triples:,} triples); nothing to do (--force reads it again)")
+            echo(f"{f}: already loaded ({report.triples:,} triples); nothing to do (--force reads it again)")
             continue
         resumed = f", resumed at line {report.resumed_from:,}" if report.resumed_from else ""
-        click.echo(f"{f}: {report.triples:,} triples, {report.skipped:,} lines skipped, "
-                   f"{report.names:,} names indexed in {report.seconds:.1f}s "
-                   f"({report.rate:,.0f} triples/s{resumed})")
+        echo(f"{f}: {report.triples:,} triples, {report.skipped:,} lines skipped, "
+             f"{report.names:,} names indexed in {report.seconds:.1f}s "
+             f"({report.rate:,.0f} triples/s{resumed})")
         for line, reason in report.bad:
-            click.echo(f"  line {line}: {reason}")
+            echo(f"  line {line}: {reason}")
         if report.skipped > len(report.bad):
-            click.echo(f"  … and {report.skipped - len(report.bad):,} more bad lines")
+            echo(f"  … and {report.skipped - len(report.bad):,} more bad lines")
 
 
 @cli.command()
@@ -244,9 +257,9 @@ def export_neo4j(files, out, fmt, delimiter, max_errors, name_predicates, name_l
         export.abort()
         raise
     counts = export.close()
-    click.echo(f"{out}: {counts['entities']:,} entities, {counts['values']:,} values, "
-               f"{counts['relationships']:,} relationships, {counts['name_keys']:,} name keys. "
-               f"Next, with the server stopped: launcher/neo4j-server import {out}")
+    echo(f"{out}: {counts['entities']:,} entities, {counts['values']:,} values, "
+         f"{counts['relationships']:,} relationships, {counts['name_keys']:,} name keys. "
+         f"Next, with the server stopped: launcher/neo4j-server import {out}")
 
 
 @cli.group()
@@ -280,10 +293,10 @@ def _run_extract(profile, dump, seeds, hops, domains, out, load_into, max_errors
     report = run(dump, read_seeds(seeds, profile), out, hops=hops, domains=domains, max_errors=max_errors,
                  progress=progress, profile=profile)
     resumed = f", {report.passes_skipped} passes done before" if report.passes_skipped else ""
-    click.echo(f"{out}: {report.written:,} triples, {report.entities:,} entities from {report.lines:,} dump lines "
-               f"({report.skipped:,} malformed) in {report.seconds:.1f}s{resumed}")
+    echo(f"{out}: {report.written:,} triples, {report.entities:,} entities from {report.lines:,} dump lines "
+         f"({report.skipped:,} malformed) in {report.seconds:.1f}s{resumed}")
     for line, reason in report.bad[:5]:
-        click.echo(f"  line {line}: {reason}")
+        echo(f"  line {line}: {reason}")
     if load_into:
         with _open(load_into, create=True) as s:
             _load_files(s.need_sink(), [out], "nt", None, max_errors, (), (), progress)
@@ -343,28 +356,30 @@ def ask(question, store, topics, as_json, **options) -> None:
         result = engine.ask(s, question, topics)
     data = result.to_json()
     if as_json:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        echo(json.dumps(data, ensure_ascii=False, indent=2))
         return
-    answer = data["answer"]
+    from engine.text import printable
+
+    answer = [printable(a) for a in data["answer"]]
     shown = ", ".join(answer[:ANSWERS_SHOWN]) + (f" … and {len(answer) - ANSWERS_SHOWN} more (--json lists all)"
                                                  if len(answer) > ANSWERS_SHOWN else "")
     source = "" if data["from_kg"] or not answer else "  (from the model's own knowledge, not the KG)"
     if answer:
-        click.echo(f"answer: {shown}{source}")
+        echo(f"answer: {shown}{source}")
     else:
-        click.echo(f"answer: (none) - {data['reason'] or 'no answer found in the KG'}")
+        echo(f"answer: (none) - {printable(data['reason'] or 'no answer found in the KG')}")
     if data["fallbacks"]:
-        click.echo(_fallback_line(data["fallbacks"]))
+        echo(_fallback_line(data["fallbacks"]))
     if data["paths"]:
-        click.echo("paths:")
+        echo("paths:")
         for p in data["paths"]:
-            click.echo(f"  {p}")
+            echo(f"  {printable(p)}")
     s = data["stats"]
-    click.echo(f"depth {s['depth']}, {s['kg_lookups']} KG lookups, {1000 * s['kg_seconds']:.1f} ms in the KG")
+    echo(f"depth {s['depth']}, {s['kg_lookups']} KG lookups, {1000 * s['kg_seconds']:.1f} ms in the KG")
     if "llm_calls" in s:
-        click.echo(_llm_line(s))
+        echo(_llm_line(s))
     if data["run"]:
-        click.echo(f"run: {data['run']}  (tog runs show {data['run']})")
+        echo(f"run: {data['run']}  (tog runs show {data['run']})")
 
 
 def _fallback_line(n: int) -> str:
@@ -395,14 +410,16 @@ def runs_list(store, as_json) -> None:
     with _open(store) as s:
         items = s.need_runs().list()
     if as_json:
-        click.echo(json.dumps([{"id": r.id, "question": r.question, "started": r.started, "status": r.status,
+        echo(json.dumps([{"id": r.id, "question": r.question, "started": r.started, "status": r.status,
                                 "method": r.method, "answer": r.answer} for r in items], ensure_ascii=False))
         return
     if not items:
-        click.echo("no runs yet")
+        echo("no runs yet")
+    from engine.text import printable
+
     for r in items:
-        answer = ", ".join(r.answer[:3]) + (" …" if len(r.answer) > 3 else "")
-        click.echo(f"{r.id}  {r.started}  {r.status:7} {r.method:5}  {r.question}  => {answer}")
+        answer = ", ".join(printable(a) for a in r.answer[:3]) + (" …" if len(r.answer) > 3 else "")
+        echo(f"{r.id}  {r.started}  {r.status:7} {r.method:5}  {printable(r.question)}  => {answer}")
 
 
 @runs.command("show")
@@ -434,25 +451,25 @@ def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output) -> None
 
         picture = {"html": pictures.html_page, "svg": pictures.svg, "mermaid": pictures.mermaid}[fmt](tree, corrected)
         if output is None:
-            click.echo(picture)
+            echo(picture)
         else:
             try:
                 output.write_text(picture, encoding="utf-8")
             except OSError as e:
                 raise click.ClickException(f"cannot write {output}: {e.strerror or e}") from None
-            click.echo(f"wrote {output}")
+            echo(f"wrote {output}")
         return
     if as_cypher:
         if browser is None:
             raise click.ClickException("--cypher draws runs stored in Neo4j; this store has no graph browser "
                                        "(`tog runs show` prints its tree, --format html draws it)")
-        click.echo(browser.commands(tree.info.id))
+        echo(browser.commands(tree.info.id))
         return
     if as_json:
-        click.echo(json.dumps({"run": asdict(tree.info), "paths": [asdict(p) for p in tree.paths]},
+        echo(json.dumps({"run": asdict(tree.info), "paths": [asdict(p) for p in tree.paths]},
                               ensure_ascii=False, indent=2))
         return
-    click.echo(render_tree(tree, show_pruned=not kept_only, corrected=corrected))
+    echo(render_tree(tree, show_pruned=not kept_only, corrected=corrected))
 
 
 @cli.command()
@@ -469,7 +486,7 @@ def feedback(run_id, store, rating, comment) -> None:
     with _open(store) as s:
         run_id = last_run_id(s.need_runs(), run_id)
         add_feedback(s, run_id, rating, comment)
-    click.echo(f"feedback on {run_id}: {rating}")
+    echo(f"feedback on {run_id}: {rating}")
 
 
 @cli.command()
@@ -493,8 +510,8 @@ def correct(store, remove, add, run_id, reason) -> None:
 
     with _open(store) as s:
         c = apply(s, remove, add, reason, last_run_id(s.need_runs(), run_id) if run_id else None)
-    click.echo(f"correction {c.id}: {len(c.removed)} removed, {len(c.added)} added"
-               + (f", {len(c.kept)} already there" if c.kept else "") + f" (undo: tog corrections revert {c.id})")
+    echo(f"correction {c.id}: {len(c.removed)} removed, {len(c.added)} added"
+         + (f", {len(c.kept)} already there" if c.kept else "") + f" (undo: tog corrections revert {c.id})")
 
 
 @cli.group()
@@ -517,19 +534,21 @@ def corrections_list(store, as_json) -> None:
         ids = {x for c in items for f in c.removed + c.added + c.kept for x in (f[0], f[2]) if not is_literal(x)}
         names = s.kg.labels(sorted(ids)) if ids else {}
     if as_json:
-        click.echo(json.dumps([asdict(c) for c in items], ensure_ascii=False, indent=2))
+        echo(json.dumps([asdict(c) for c in items], ensure_ascii=False, indent=2))
         return
     if not items:
-        click.echo("no corrections")
+        echo("no corrections")
     from engine.graph import local_name
+    from engine.text import printable
 
     for c in items:
-        click.echo(f"{c.id}  {c.created}  {c.status}{' ' + c.reverted if c.reverted else ''}"
-                   f"{'  run ' + c.run if c.run else ''}  reason: {c.reason}")
+        echo(f"{c.id}  {c.created}  {c.status}{' ' + c.reverted if c.reverted else ''}"
+             f"{'  run ' + c.run if c.run else ''}  reason: {printable(c.reason or '')}")
         for tag, facts in (("-", c.removed), ("+", c.added), ("= (already there)", c.kept)):
             for s_, r, o in facts:
-                click.echo(f"  {tag} {names.get(s_, s_)} | {local_name(r)} | {names.get(o, o)}   "
-                           f"<{s_}> <{r}> {o if is_literal(o) else '<' + o + '>'}")
+                line = (f"  {tag} {names.get(s_, s_)} | {local_name(r)} | {names.get(o, o)}   "
+                        f"<{s_}> <{r}> {o if is_literal(o) else '<' + o + '>'}")
+                echo(printable(line))
 
 
 @corrections.command("revert")
@@ -542,7 +561,7 @@ def corrections_revert(correction_id, store) -> None:
 
     with _open(store) as s:
         c = revert(s, correction_id)
-    click.echo(f"reverted {c.id}: {len(c.added)} facts taken out, {len(c.removed)} put back")
+    echo(f"reverted {c.id}: {len(c.added)} facts taken out, {len(c.removed)} put back")
 
 
 @runs.command("prune")
@@ -559,7 +578,7 @@ def runs_prune(store, older_than) -> None:
         raise click.ClickException(f"--older-than: {e}") from None
     with _open(store) as s:
         dropped = s.need_runs().prune(moment)
-    click.echo(f"removed {dropped} run(s) started before {moment}")
+    echo(f"removed {dropped} run(s) started before {moment}")
 
 
 @cli.command("eval")
@@ -593,31 +612,31 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
                 pictures = write_report(s, report, out, summary, {q.id for q in questions})
             except OSError as e:
                 raise click.ClickException(f"cannot write the report {report}: {e.strerror or e}") from None
-            click.echo(f"report: {report} ({pictures} run pictures in {report.with_name(report.stem + '_runs')})")
+            echo(f"report: {report} ({pictures} run pictures in {report.with_name(report.stem + '_runs')})")
     _print_summary(summary)
-    click.echo(f"results: {out}, summary: {summary_path(out)}")
+    echo(f"results: {out}, summary: {summary_path(out)}")
 
 
 def _print_summary(s: dict) -> None:
-    click.echo(f"questions {s['questions']}  hits@1 {s['hits@1']:.3f} (strict {s['hits@1_strict']:.3f})  "
-               f"F1 {s['f1']:.3f}  errors {s['errors']}")
-    click.echo(f"KG {s['kg_ms_per_question']:.2f} ms and {s['kg_lookups_per_question']:.2f} lookups per question; "
-               f"{s['ms_per_question']:.2f} ms per question in all")
+    echo(f"questions {s['questions']}  hits@1 {s['hits@1']:.3f} (strict {s['hits@1_strict']:.3f})  "
+         f"F1 {s['f1']:.3f}  errors {s['errors']}")
+    echo(f"KG {s['kg_ms_per_question']:.2f} ms and {s['kg_lookups_per_question']:.2f} lookups per question; "
+         f"{s['ms_per_question']:.2f} ms per question in all")
     if "llm" in s:
         m = s["llm"]
         cost = "cost unknown" if m["cost"] is None else f"${m['cost']:.6f}"
-        click.echo(f"LLM: {m['calls']} calls ({m['calls_per_question']:.2f} per question, at most "
-                   f"{m.get('calls_max', 0)}), {m['cache_hits']} from the cache, {m['tokens_in']:,} tokens in, "
+        echo(f"LLM: {m['calls']} calls ({m['calls_per_question']:.2f} per question, at most "
+             f"{m.get('calls_max', 0)}), {m['cache_hits']} from the cache, {m['tokens_in']:,} tokens in, "
                    f"{m['tokens_out']:,} out, {cost}; {m['retries']} retries, {m['repairs']} repaired replies, "
                    f"{m['fallbacks']} fallbacks" + (f" in {m['questions_with_fallbacks']} questions"
                                                    if m.get("questions_with_fallbacks") else ""))
         model = (s.get("settings") or {}).get("llm") or {}
         if model.get("model"):
-            click.echo(f"model: {model['model']}" + (f" at {model['host']}" if model.get("host") else "")
-                       + f", structured {model['structured']}, prompts {model['prompts']}")
+            echo(f"model: {model['model']}" + (f" at {model['host']}" if model.get("host") else "")
+                 + f", structured {model['structured']}, prompts {model['prompts']}")
     for t, b in s.get("by_type", {}).items():
-        click.echo(f"  {t}: {b['questions']} questions, hits@1 {b['hits@1']:.3f} "
-                   f"(strict {b['hits@1_strict']:.3f}), F1 {b['f1']:.3f}")
+        echo(f"  {t}: {b['questions']} questions, hits@1 {b['hits@1']:.3f} "
+             f"(strict {b['hits@1_strict']:.3f}), F1 {b['f1']:.3f}")
 
 
 @cli.command()
@@ -628,7 +647,7 @@ def info(store) -> None:
     with _open(store) as s:
         stats = s.stats()
     for k, v in stats.items():
-        click.echo(f"{k}: {v:,}" if isinstance(v, int) else f"{k}: {v}")
+        echo(f"{k}: {v:,}" if isinstance(v, int) else f"{k}: {v}")
 
 
 def main() -> None:

@@ -473,7 +473,14 @@ class LLMClient:
     def _error(self, kind, what: str, e: Exception, retry_after: float | None = None, *,
                model: str | None = None) -> LLMError:
         model = model or self.settings.model
-        detail = " ".join(str(getattr(e, "message", None) or e).split())
+        from urllib.parse import parse_qsl
+
+        from engine.text import redact
+
+        base = urlsplit(self.settings.api_base or "")
+        extra = tuple(x for x in (base.password or "", *(v for _, v in parse_qsl(base.query)))
+                      if x)
+        detail = redact(" ".join(str(getattr(e, "message", None) or e).split()), extra)
         if _connection_refused(e):
             where = _public_base(self.settings.api_base) or "the provider"
             return kind(f"LLM {model}: connection refused by {where} (is the model's server running?)",

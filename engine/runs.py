@@ -200,16 +200,18 @@ def render_tree(tree: RunTree, show_pruned: bool = True, max_children: int = 12,
     """A run as an indented tree: depth, relation, entity, score, kept or
     pruned, the paths the answer cites (``*``) and hops over a fact that a
     correction added (``corrected: ID``)."""
+    from engine.text import printable as safe
+
     info = tree.info
     corrected = corrected or {}
     cited = set(info.stats.get("answer_paths", []))
     lines = [
         f"run {info.id}  [{info.status}]  {info.method}  started {info.started}",
-        f"question: {info.question}",
-        f"answer: {_first(info.answer)}",
+        f"question: {safe(info.question)}",
+        f"answer: {safe(_first(info.answer))}",
     ]
     for f in info.feedback:
-        lines.append(f"feedback: {f['rating']} ({f['at']})" + (f": {f['comment']}" if f.get("comment") else ""))
+        lines.append(f"feedback: {f['rating']} ({f['at']})" + (f": {safe(f['comment'])}" if f.get("comment") else ""))
     if info.stats.get("llm_fallbacks"):
         n = info.stats["llm_fallbacks"]
         lines.append(f"warning: {n} model repl{'y' if n == 1 else 'ies'} could not be read; the offline "
@@ -238,7 +240,7 @@ def render_tree(tree: RunTree, show_pruned: bool = True, max_children: int = 12,
             last = i == len(shown) - 1 and not hidden and not extra
             branch = "└─ " if last else "├─ "
             if p.relation is None:
-                lines.append(f"{prefix}{branch}{p.name}  (topic)")
+                lines.append(f"{prefix}{branch}{safe(p.name)}  (topic)")
             else:
                 rel = tree.relation(p.relation) + (" (of)" if p.direction == "in" else "")
                 if p.via:
@@ -247,7 +249,7 @@ def render_tree(tree: RunTree, show_pruned: bool = True, max_children: int = 12,
                 score = f"{p.score:.3f}" if p.score is not None else "-"
                 notes = (" *answer" if p.id in cited else "") + (
                     f"  [corrected: {corrected[p.id]}]" if p.id in corrected else "")
-                lines.append(f"{prefix}{branch}d{p.depth} --{rel}--> {p.name}  score={score} {mark}{notes}")
+                lines.append(f"{prefix}{branch}d{p.depth} --{safe(rel)}--> {safe(p.name)}  score={score} {mark}{notes}")
             walk(p.id, prefix + ("   " if last else "│  "))
         if extra or hidden:
             parts = []

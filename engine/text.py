@@ -121,3 +121,46 @@ def focus_terms(question: str) -> frozenset[str]:
             return frozenset()
         return frozenset(stem(w) for w in found)
     return frozenset()
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def _escape(m: re.Match) -> str:
+    return f"\\u{ord(m.group()):04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character (newlines, escape sequences,
+    carriage returns, C1 codes) written as ``\\uXXXX``: a name from the data
+    can neither move the cursor, retitle the terminal nor forge a line."""
+    return _CONTROL.sub(_escape, text)
+
+
+def printable_lines(text: str) -> str:
+    """Like ``printable`` but keeps the line breaks: for output the program
+    itself laid out (values in it were escaped where they were put in)."""
+    return _CONTROL_BUT_NEWLINE.sub(_escape, text)
+
+
+_SECRET_NAMES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_PASS", "_CREDENTIALS")
+
+
+def known_secrets(extra: tuple[str, ...] = ()) -> list[str]:
+    """Credentials this process knows: environment variables named like keys,
+    tokens or passwords (what litellm and the Neo4j settings read), and any
+    ``extra`` ones (an endpoint's user:password or query values)."""
+    import os
+
+    found = [v for k, v in os.environ.items() if k.upper().endswith(_SECRET_NAMES) and len(v) >= 6]
+    found += [x for x in extra if x and len(x) >= 4]
+    return sorted(set(found), key=len, reverse=True)
+
+
+def redact(text: str, extra: tuple[str, ...] = ()) -> str:
+    """``text`` with every known credential replaced by ``***``."""
+    for secret in known_secrets(extra):
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text

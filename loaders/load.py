@@ -101,7 +101,8 @@ def load_file(
 
     Raises :class:`LoadError` when the file cannot be read or has more than
     ``max_errors`` bad lines; everything written before stays and a re-run
-    resumes.
+    resumes. A file none of whose lines could be read (a wrong ``--format``
+    or delimiter) is an error too, and leaves no record of having been loaded.
     """
     path = Path(path)
     chunk_bytes = chunk_bytes or sink.chunk_bytes
@@ -139,7 +140,17 @@ def load_file(
             _load_stream(job)
         else:
             _load_rdflib(job)
+        if report.skipped and report.triples == report.resumed_triples and not start_line:
+            first = f"; line {report.bad[0][0]}: {report.bad[0][1]}" if report.bad else ""
+            raise LoadError(f"{path}: none of its {report.skipped:,} statements could be read as {fmt}"
+                            f"{f' with delimiter {delimiter!r}' if delimiter and fmt not in rdf.OX_FORMATS else ''}"
+                            f"{first}. Is --format (or --delimiter) right? Nothing was recorded as loaded.")
         job.checkpoint(complete=True)
+    except LoadError:
+        sink.discard()
+        if report.triples == report.resumed_triples and not start_line:
+            sink.resume(sid, name_predicates, force=True)  # nothing of the file loaded: keep no record of it
+        raise
     except (EOFError, zlib.error, OSError) as e:
         sink.discard()
         raise LoadError(f"{path}: cannot read it ({type(e).__name__}: {e}); is it truncated or corrupt? "

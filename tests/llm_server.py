@@ -463,7 +463,8 @@ class StandInModel:
                         and len(model.requests) % 2:  # a retry of the same request gets through
                     fault = ("status", 500)
                 if fault and fault[0] == "status":
-                    self._send(fault[1], {"error": {"message": f"stand-in {fault[1]}", "type": "standin"}},
+                    message = fault[3] if len(fault) > 3 else f"stand-in {fault[1]}"
+                    self._send(fault[1], {"error": {"message": message, "type": "standin"}},
                                fault[2] if len(fault) > 2 else {})
                     return
                 if fault and fault[0] == "sleep":

@@ -195,7 +195,9 @@ def open_sparql(spec: str, *, runs: str | Path | None = None, policy: RelationPo
         kg.close()
         raise StoreError(f"cannot keep the runs of {kg.endpoint} in {where}: {e}") from None
     read_only = f"the SPARQL endpoint {kg.endpoint} is read-only for tog"
-    return Store(kg.endpoint, kg, OxigraphRunLog(local), None, None,
+    run_log = OxigraphRunLog(local)
+    run_log.fail_interrupted()
+    return Store(kg.endpoint, kg, run_log, None, None,
                  absent={"sink": f"{read_only}; load it with its own tools",
                          "corrections": f"{read_only}: it cannot record corrections"},
                  closers=[local.close, kg.close])

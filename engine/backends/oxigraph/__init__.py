@@ -33,5 +33,6 @@ def open_embedded(path: Path | None, *, create: bool = False, policy: RelationPo
     corrections = OxigraphCorrections(db)
     if corrections.pending():
         corrections.recover()  # finish what a crash interrupted, before anything reads the KG
-    return Store(db.name, OxigraphKG(db, policy), OxigraphRunLog(db), corrections, OxigraphSink(db),
-                 closers=[db.close])
+    runs = OxigraphRunLog(db)
+    runs.fail_interrupted()  # runs a killed process left "running" (this open excludes any other writer)
+    return Store(db.name, OxigraphKG(db, policy), runs, corrections, OxigraphSink(db), closers=[db.close])

@@ -113,6 +113,28 @@ class OxigraphRunLog:
         store.extend(quads)
         self.db.flush()
 
+    def fail_interrupted(self) -> int:
+        """Mark the runs still ``running`` as ``failed``: called when the store
+        is opened for writing, which no other process can hold at the same time,
+        so a run left running was cut off (a kill, a crash). Returns how many."""
+        from engine.graph import utc_now
+
+        store = self.db.store
+        stale = 0
+        for q in list(store.quads_for_pattern(None, vocab("status"), ox.Literal("running"), None)):
+            g = q.graph_name
+            if not isinstance(g, ox.NamedNode) or q.subject != g:
+                continue
+            store.remove(q)
+            store.extend([
+                ox.Quad(g, vocab("status"), ox.Literal("failed"), g),
+                ox.Quad(g, vocab("finished"), ox.Literal(utc_now(), datatype=ox.NamedNode(XSD + "dateTime")), g),
+            ])
+            stale += 1
+        if stale:
+            self.db.flush()
+        return stale
+
     def list(self) -> list[RunInfo]:
         out = []
         for row in self.db.query(sparql("runs")):

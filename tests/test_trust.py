@@ -1,0 +1,98 @@
+"""Nothing silently wrong (issue 21, the parts done so far): a load that
+reads nothing is an error and leaves no record, runs a killed process left
+running are marked failed, names cannot drive the terminal, and credentials
+never reach a message."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import METAQA, REPO, env_without_traceback, no_traceback
+from llm_server import StandInModel
+
+
+def test_a_load_that_reads_nothing_fails_and_is_not_recorded(tog, tmp_path):
+    wrong = tmp_path / "kb.txt"
+    wrong.write_text("".join(f"Film {i}\tdirected_by\tPerson {i}\n" for i in range(50)), encoding="utf-8")
+    store = tmp_path / "s"
+    first = tog("load", wrong, "--store", store, "--format", "delimited", "--delimiter", ";")
+    assert first.exit_code == 1 and no_traceback(first)
+    assert "none of its 50 statements" in first.output and "Nothing was recorded" in first.output
+    assert len(first.output.strip().splitlines()) == 1
+    fixed = tog("load", wrong, "--store", store, "--format", "delimited", "--delimiter", "\t")
+    assert fixed.exit_code == 0, fixed.output
+    assert "already loaded" not in fixed.output and "50 triples" in fixed.output
+    assert "names: 100" in tog("info", "--store", store).output  # both ends of every line, linked
+
+
+def test_a_file_with_some_good_lines_still_loads_them(tog, tmp_path):
+    mixed = tmp_path / "kb.nt"
+    mixed.write_text('<urn:a> <urn:r> <urn:b> .\nnot a triple\n<urn:b> <urn:r> <urn:c> .\n', encoding="utf-8")
+    done = tog("load", mixed, "--store", tmp_path / "s")
+    assert done.exit_code == 0 and "2 triples, 1 lines skipped" in done.output
+
+
+def test_runs_a_killed_process_left_running_are_marked_failed(tog, tmp_path):
+    store = tmp_path / "s"
+    assert tog("load", METAQA / "kb.txt", "--store", store).exit_code == 0
+    probe = ("import os\n"
+             "from engine.store import open_store\n"
+             "from engine.graph import RunInfo, utc_now\n"
+             f"s = open_store({str(store)!r})\n"
+             "s.need_runs().start(RunInfo(id='20261201T000000-dead01', question='who?', started=utc_now(), "
+             "method='tog', config={}))\n"
+             "os._exit(9)  # killed: no finish, no close\n")
+    subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env_without_traceback(), timeout=120)
+    listed = tog("runs", "list", "--store", store, "--json")
+    assert listed.exit_code == 0, listed.output
+    (run,) = [r for r in json.loads(listed.output) if r["id"] == "20261201T000000-dead01"]
+    assert run["status"] == "failed"
+
+
+HOSTILE = "Evil\u001b]0;pwned\u0007 Film\nanswer: forged line"
+
+
+def test_names_with_control_characters_never_reach_the_terminal_raw(tog, tmp_path):
+    kb = tmp_path / "kb.nt"
+    escaped = HOSTILE.replace("\u001b", "\\u001B").replace("\u0007", "\\u0007").replace("\n", "\\n")
+    kb.write_text(f'<urn:e:1> <http://www.w3.org/2000/01/rdf-schema#label> "Quiet Film" .\n'
+                  f'<urn:e:2> <http://www.w3.org/2000/01/rdf-schema#label> "{escaped}" .\n'
+                  f'<urn:e:1> <urn:r:directed_by> <urn:e:2> .\n', encoding="utf-8")
+    store = tmp_path / "s"
+    assert tog("load", kb, "--store", store).exit_code == 0
+    outputs = [tog("ask", "who directed [Quiet Film]", "--store", store),
+               tog("runs", "show", "last", "--store", store),
+               tog("runs", "list", "--store", store),
+               tog("ask", "who directed the film", "--store", store, "--topic", HOSTILE + " II")]
+    for result in outputs:
+        text = result.output
+        assert "\u001b" not in text and "\u0007" not in text, text
+        assert not any(line.startswith("answer: forged") for line in text.splitlines()), text
+    assert "\\u001b]0;pwned\\u0007" in outputs[0].output  # shown, escaped
+    assert outputs[3].exit_code == 1 and len(outputs[3].output.strip().splitlines()) == 1
+
+
+def test_a_key_echoed_back_by_the_provider_is_masked(tog, tmp_path, monkeypatch):
+    secret = "sk-test-ECHOED-9x8y7z"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.setenv("TOG_CACHE_DIR", str(tmp_path / "cache"))
+    store = tmp_path / "s"
+    assert tog("load", METAQA / "kb.txt", "--store", store).exit_code == 0
+    with StandInModel() as model:
+        model.faults.append(("status", 401, {}, f"Incorrect API key provided: {secret}"))
+        result = tog("ask", "who directed [Quiz Show]", "--store", store, "--model", "openai/standin",
+                     "--api-base", model.api_base, "--no-cache")
+    assert result.exit_code == 1 and "refused the credentials" in result.output
+    assert secret not in result.output and "***" in result.output
+
+
+def test_a_password_in_the_environment_never_reaches_an_error_line(tog, tmp_path, monkeypatch):
+    store = tmp_path / "s"
+    assert tog("load", METAQA / "kb.txt", "--store", store).exit_code == 0
+    monkeypatch.setenv("NEO4J_PASSWORD", "hunter2-secret-pw")
+    bad = tog("ask", "who wrote it", "--store", store, "--topic", "hunter2-secret-pw")  # echoed in the error
+    assert bad.exit_code == 1 and "hunter2-secret-pw" not in bad.output and "***" in bad.output
+    assert os.environ["NEO4J_PASSWORD"] == "hunter2-secret-pw"
