@@ -372,8 +372,10 @@ def ask(question, store, topics, as_json, **options) -> None:
         echo(_fallback_line(data["fallbacks"]))
     if data["paths"]:
         echo("paths:")
-        for p in data["paths"]:
+        for p in data["paths"][:ANSWERS_SHOWN]:
             echo(f"  {printable(p)}")
+        if len(data["paths"]) > ANSWERS_SHOWN:
+            echo(f"  … and {len(data['paths']) - ANSWERS_SHOWN} more (--json lists all)")
     s = data["stats"]
     echo(f"depth {s['depth']}, {s['kg_lookups']} KG lookups, {1000 * s['kg_seconds']:.1f} ms in the KG")
     if "llm_calls" in s:
@@ -600,6 +602,9 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
     from engine.evaluate import evaluate, read_questions, summary_path, write_report
 
     questions = list(read_questions(file, types))
+    if not questions:
+        raise click.ClickException(f"{file}: no questions in it (one per line: text, a tab, answers separated by |; "
+                                   "or JSON lines with question and answers)")
     if limit:
         questions = questions[:limit]
     if progress is None:
@@ -615,6 +620,26 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
             echo(f"report: {report} ({pictures} run pictures in {report.with_name(report.stem + '_runs')})")
     _print_summary(summary)
     echo(f"results: {out}, summary: {summary_path(out)}")
+    failed, asked = summary["errors"], summary["questions"]
+    if failed:
+        first = _first_error(out, {q.id for q in questions})
+        if failed == asked:
+            from engine.text import printable
+
+            raise click.ClickException(f"none of the {asked} questions could be answered; the first said: "
+                                       f"{printable(first)}")
+        echo(f"warning: {failed} of {asked} questions could not be answered (their errors are in {out})")
+
+
+def _first_error(out: Path, ids: set[str]) -> str:
+    for line in out.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if row.get("id") in ids and row.get("error"):
+            return str(row["error"])
+    return "(no message)"
 
 
 def _print_summary(s: dict) -> None:

@@ -131,10 +131,9 @@ class OfflineReasoner:
                 break
             if p.tail.id in topic_ids and names:
                 continue
-            if p.tail.id not in ids:
+            if p.tail.id not in ids:  # every answer is backed by the first path that reached it
                 ids.append(p.tail.id)
                 names.append(p.tail.name)
-            if p.id in kept_ids or len(support) < 3:
                 support.append(p.id)
         return Answer(names, ids, support, True, f"tails of the best relation chain ({best.verbalise(False)})")
 

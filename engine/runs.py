@@ -44,7 +44,7 @@ class AskResult:
             "from_kg": r.answer.from_kg,
             "fallbacks": r.stats.get("llm_fallbacks", 0),
             "reason": r.answer.reason,
-            "paths": [p.verbalise() for p in r.supporting],
+            "paths": list(dict.fromkeys(p.verbalise() for p in r.supporting)),
             "depth": r.depth,
             "rewards": r.rewards,
             "stats": r.stats,

@@ -95,9 +95,14 @@ class Converter:
                 except UnicodeDecodeError as e:
                     texts.append("")
                     bad.append((first + offset, f"not UTF-8 ({e.reason} at byte {e.start})"))
+        if first == 1 and texts and texts[0].startswith("\ufeff"):
+            texts[0] = texts[0][1:]  # a byte-order mark is not part of the first entity's name
         count = 0
         append = out.append
         for offset, text in enumerate(texts):
+            if "\x00" in text:
+                bad.append((first + offset, "a NUL byte in the line"))
+                continue
             if csv_format:
                 text = text.rstrip("\r\n")
                 if not text.strip() or text.startswith("#"):

@@ -96,3 +96,53 @@ def test_a_password_in_the_environment_never_reaches_an_error_line(tog, tmp_path
     bad = tog("ask", "who wrote it", "--store", store, "--topic", "hunter2-secret-pw")  # echoed in the error
     assert bad.exit_code == 1 and "hunter2-secret-pw" not in bad.output and "***" in bad.output
     assert os.environ["NEO4J_PASSWORD"] == "hunter2-secret-pw"
+
+
+def test_a_byte_order_mark_is_not_part_of_a_name_and_nul_bytes_are_bad_lines(tog, tmp_path):
+    kb = tmp_path / "kb.txt"
+    kb.write_bytes("\ufeffQuiz Show|directed_by|Robert Redford\n".encode("utf-8")
+                   + b"Quiz Show|written_by|Paul Attanasio\n"
+                   + b"Quiz\x00Show|starred_actors|Ralph Fiennes\n")
+    store = tmp_path / "s"
+    done = tog("load", kb, "--store", store)
+    assert done.exit_code == 0 and "2 triples, 1 lines skipped" in done.output and "NUL" in done.output
+    found = tog("ask", "who directed [Quiz Show]", "--store", store, "--json")
+    assert found.exit_code == 0, found.output
+    data = json.loads(found.output)
+    assert len(data["topics"]) == 1 and data["answer"] == ["Robert Redford"]
+    assert "names: 3" in tog("info", "--store", store).output  # Quiz Show once, not twice
+
+
+def test_an_eval_that_answers_nothing_says_so_and_fails(tog, tmp_path):
+    store = tmp_path / "s"
+    assert tog("load", METAQA / "kb.txt", "--store", store).exit_code == 0
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n", encoding="utf-8")
+    none = tog("eval", empty, "--store", store, "--out", tmp_path / "o.jsonl")
+    assert none.exit_code == 1 and "no questions" in none.output and len(none.output.strip().splitlines()) == 1
+    elsewhere = tmp_path / "other.txt"
+    elsewhere.write_text("who directed [Zyzzyva Nights]\tSomeone\nwhat is [Qwerty Film] about\tThings\n",
+                         encoding="utf-8")
+    failed = tog("eval", elsewhere, "--store", store, "--out", tmp_path / "o2.jsonl")
+    assert failed.exit_code == 1 and "none of the 2 questions could be answered" in failed.output
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_text("who directed [Zyzzyva Nights]\tSomeone\nwho directed [Quiz Show]\tRobert Redford\n",
+                     encoding="utf-8")
+    partly = tog("eval", mixed, "--store", store, "--out", tmp_path / "o3.jsonl")
+    assert partly.exit_code == 0 and "warning: 1 of 2 questions could not be answered" in partly.output
+
+
+def test_every_answer_entity_is_backed_by_a_cited_path(tog, tmp_path):
+    kb = tmp_path / "kb.txt"
+    kb.write_text("".join(f"Big Studio|produced|Picture {i:02d}\n" for i in range(30))
+                  + "Picture 00|directed_by|Some Director\n", encoding="utf-8")
+    store = tmp_path / "s"
+    assert tog("load", kb, "--store", store).exit_code == 0
+    result = tog("ask", "what did [Big Studio] produce", "--store", store, "--json", "--depth", "1")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert len(data["answer"]) == 30 and data["from_kg"]
+    assert len(data["paths"]) == len(set(data["paths"])) == 30
+    assert {p.rsplit(" -> ", 1)[1] for p in data["paths"]} == set(data["answer"])
+    text = tog("ask", "what did [Big Studio] produce", "--store", store, "--depth", "1").output
+    assert "… and 20 more (--json lists all)" in text
