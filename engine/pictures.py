@@ -194,6 +194,10 @@ def html_page(tree: RunTree, corrected: dict[str, str] | None = None) -> str:
                      f"{stats.get('tokens_out', 0):,} out, {cost}")
     feedback = "".join(f"<li>{e(f['rating'])} ({e(f['at'])}){': ' + e(f['comment']) if f.get('comment') else ''}</li>"
                        for f in info.feedback)
+    fallbacks = int(stats.get("llm_fallbacks") or 0)
+    warning = (f'<p class="meta" id="fallbacks" style="color:#A33">Warning: {fallbacks} model '
+               f'repl{"y" if fallbacks == 1 else "ies"} could not be read; the offline scorer, judge or answer '
+               "stood in.</p>\n") if fallbacks else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>tog run {e(info.id)}</title>
 <style>
@@ -211,7 +215,7 @@ h1 {{ font-size: 20px; margin: 0 0 8px; }}
 <h1>{e(info.question)}</h1>
 <p class="answer-line" id="answer">Answer: {' | '.join(f'<b>{e(a)}</b>' for a in info.answer) or '<i>none</i>'}</p>
 <p class="meta">run {e(info.id)} · {' · '.join(e(f) for f in facts)}</p>
-<h2 style="font-size:15px">Paths the answer cites</h2>
+{warning}<h2 style="font-size:15px">Paths the answer cites</h2>
 <ol id="cited">{''.join(f'<li>{e(c)}</li>' for c in cited) or '<li><i>none</i></li>'}</ol>
 {f'<h2 style="font-size:15px">Feedback</h2><ul>{feedback}</ul>' if feedback else ''}
 <p class="legend"><span><i style="background:#4C8EDA;border-color:#2870C2"></i>topic</span>

@@ -222,6 +222,8 @@ def test_a_model_that_never_answers_readably_stays_in_budget_and_says_so(tog, sa
         assert "warning:" in text.output and "could not be read" in text.output
         shown = tog("runs", "show", "last", "--store", sample_store)
         assert "warning:" in shown.output and "model: openai/standin at 127.0.0.1" in shown.output
+        page = tog("runs", "show", "last", "--store", sample_store, "--format", "html")
+        assert 'id="fallbacks"' in page.output and "could not be read" in page.output
         strict = tog("ask", "who directed the films written by [Paul Attanasio]", "--store", sample_store,
                      "--model", MODEL, "--api-base", model.api_base, "--no-cache", "--strict-llm")
         assert strict.exit_code == 1 and "--strict-llm" in strict.output
