@@ -434,7 +434,7 @@ def runs_list(store, as_json) -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "html", "svg", "mermaid"]), default="text",
               show_default=True, help="A picture of the explored tree instead of the text tree.")
 @click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Write the picture to this file (default: print it).")
+              help="Write the output (text tree, JSON, picture or commands) to this file (default: print it).")
 @_fail_cleanly
 def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output) -> None:
     """Show RUN_ID (default: the last run) as a tree of path nodes."""
@@ -443,6 +443,13 @@ def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output) -> None
     from engine.feedback import corrected_paths
     from engine.runs import last_run_id, name_relations, render_tree
 
+    outputs = [name for name, on in (("--json", as_json), ("--cypher", as_cypher),
+                                     (f"--format {fmt}", fmt != "text")) if on]
+    if len(outputs) > 1:
+        raise click.UsageError(f"{' and '.join(outputs)} are different outputs; pick one")
+    if kept_only and (fmt != "text" or as_cypher):
+        raise click.UsageError("--kept-only hides pruned paths in the text tree and in --json; pictures and "
+                               "--cypher draw the whole run (pruned paths in grey)")
     with _open(store) as s:
         runs_log = s.need_runs()
         tree = name_relations(s.kg, runs_log.get(last_run_id(runs_log, run_id)))
@@ -451,27 +458,25 @@ def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output) -> None
     if fmt != "text":
         from engine import pictures
 
-        picture = {"html": pictures.html_page, "svg": pictures.svg, "mermaid": pictures.mermaid}[fmt](tree, corrected)
-        if output is None:
-            echo(picture)
-        else:
-            try:
-                output.write_text(picture, encoding="utf-8")
-            except OSError as e:
-                raise click.ClickException(f"cannot write {output}: {e.strerror or e}") from None
-            echo(f"wrote {output}")
-        return
-    if as_cypher:
+        text = {"html": pictures.html_page, "svg": pictures.svg, "mermaid": pictures.mermaid}[fmt](tree, corrected)
+    elif as_cypher:
         if browser is None:
             raise click.ClickException("--cypher draws runs stored in Neo4j; this store has no graph browser "
                                        "(`tog runs show` prints its tree, --format html draws it)")
-        echo(browser.commands(tree.info.id))
+        text = browser.commands(tree.info.id)
+    elif as_json:
+        paths = [asdict(p) for p in tree.paths if p.kept or not kept_only]
+        text = json.dumps({"run": asdict(tree.info), "paths": paths}, ensure_ascii=False, indent=2)
+    else:
+        text = render_tree(tree, show_pruned=not kept_only, corrected=corrected)
+    if output is None:
+        echo(text)
         return
-    if as_json:
-        echo(json.dumps({"run": asdict(tree.info), "paths": [asdict(p) for p in tree.paths]},
-                              ensure_ascii=False, indent=2))
-        return
-    echo(render_tree(tree, show_pruned=not kept_only, corrected=corrected))
+    try:
+        output.write_text(text + ("" if text.endswith("\n") else "\n"), encoding="utf-8")
+    except OSError as e:
+        raise click.ClickException(f"cannot write {output}: {e.strerror or e}") from None
+    echo(f"wrote {output}")
 
 
 @cli.command()

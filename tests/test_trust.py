@@ -146,3 +146,18 @@ def test_every_answer_entity_is_backed_by_a_cited_path(tog, tmp_path):
     assert {p.rsplit(" -> ", 1)[1] for p in data["paths"]} == set(data["answer"])
     text = tog("ask", "what did [Big Studio] produce", "--store", store, "--depth", "1").output
     assert "… and 20 more (--json lists all)" in text
+
+
+def test_runs_show_honours_or_refuses_every_option_combination(tog, tmp_path):
+    store = tmp_path / "s"
+    assert tog("load", METAQA / "kb.txt", "--store", store).exit_code == 0
+    assert tog("ask", "who directed the films written by [Paul Attanasio]", "--store", store).exit_code == 0
+    full = json.loads(tog("runs", "show", "last", "--store", store, "--json").output)
+    kept = json.loads(tog("runs", "show", "last", "--store", store, "--json", "--kept-only").output)
+    assert len(kept["paths"]) < len(full["paths"]) and all(p["kept"] for p in kept["paths"])
+    out = tmp_path / "tree.txt"
+    written = tog("runs", "show", "last", "--store", store, "-o", out)
+    assert written.exit_code == 0 and out.read_text(encoding="utf-8").startswith("run ")
+    for combo in (["--json", "--format", "html"], ["--kept-only", "--format", "svg"], ["--json", "--cypher"]):
+        refused = tog("runs", "show", "last", "--store", store, *combo)
+        assert refused.exit_code == 2 and no_traceback(refused), combo
