@@ -114,14 +114,14 @@ def prompts_hash() -> str:
 
 def step(rel: Relation, text: str | None = None) -> str:
     """One hop in the prompts' notation: ``-> r ->`` forwards, ``<- r <-``
-    backwards (``A <- written by <- B``: B is written by A); the system parts
+    backwards (``A <- author <- B``: A is B's author); the system parts
     say how to read both."""
     text = " ".join((text or rel.text).split())
     return f"-> {text} ->" if rel.direction == "out" else f"<- {text} <-"
 
 
 def describe(p: Path) -> str:
-    """A path for a model: ``Paul Attanasio <- written by <- Quiz Show -> directed by -> Robert Redford``."""
+    """A path for a model: ``Ursula K. Le Guin <- author <- The Dispossessed -> publisher -> Harper & Row``."""
     parts = [p.topic.name]
     for h in p.hops:
         parts += [step(h.relation, h.relation_text), h.node.name]
