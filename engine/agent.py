@@ -256,7 +256,8 @@ class LLMPruner:
             ways = reached.setdefault(c.path.tail.id, [])
             if all(q.id != c.path.id for q in ways):
                 ways.append(c.path)
-        unique = sorted(first.values(), key=lambda i: (list(reached).index(choices[i].path.tail.id), i))
+        order = {tail: k for k, tail in enumerate(reached)}  # entities in the order the beam reached them
+        unique = sorted(first.values(), key=lambda i: (order[choices[i].path.tail.id], i))
         if len(unique) <= 1:
             return [1.0] * len(choices)  # nothing to choose between: no call
         shown_choices = [choices[i] for i in unique]
