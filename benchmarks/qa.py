@@ -33,12 +33,13 @@ def answerer(kg, args):
 
     config = SearchConfig(width=args.width, depth=args.depth, method=args.method, seed=args.seed,
                           threshold=args.threshold)
-    pruner, reasoner = get_pruner(args.pruner, seed=args.seed), get_reasoner("offline")
     descriptions = None
     if args.descriptions:
         from engine.descriptions import Descriptions
 
         descriptions = Descriptions.load(args.descriptions)
+    pruner = get_pruner(args.pruner, seed=args.seed, descriptions=descriptions)
+    reasoner = get_reasoner("offline", descriptions=descriptions)
 
     def answer_one(q):
         r = ask(kg, q.question, pruner, reasoner, config, q.topics, record=args.record, descriptions=descriptions)
@@ -48,7 +49,7 @@ def answerer(kg, args):
 
     print(f"method {args.method}, pruner {args.pruner}, width {args.width}, depth {args.depth}, "
           f"threshold {args.threshold}, seed {args.seed}"
-          + (f", {len(descriptions)} relation descriptions from {args.descriptions}" if descriptions else ""))
+          + (f", {descriptions.summary()} from {args.descriptions}" if descriptions else ""))
     return answer_one
 
 

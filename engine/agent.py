@@ -236,7 +236,7 @@ class LLMPruner:
     name = "llm"
     uses_llm = True
 
-    def __init__(self, client: LLMClient | None = None, **options: object) -> None:
+    def __init__(self, client: LLMClient | None = None, descriptions=None, **options: object) -> None:
         if client is None:
             from engine.errors import UnknownComponentError
 
@@ -244,7 +244,7 @@ class LLMPruner:
         from engine.pruning import HybridPruner
 
         self.client = client
-        self.offline = HybridPruner(**options)
+        self.offline = HybridPruner(descriptions, **options)
 
     def score_relations(self, question: str, choices: Sequence[Choice]) -> list[float]:
         # beam paths that end at the same entity offer the same next steps: each is shown once
@@ -342,7 +342,7 @@ class LLMReasoner:
     name = "llm"
     uses_llm = True
 
-    def __init__(self, client: LLMClient | None = None, method: str = "tog", **_: object) -> None:
+    def __init__(self, client: LLMClient | None = None, method: str = "tog", descriptions=None, **_: object) -> None:
         if client is None:
             from engine.errors import UnknownComponentError
 
@@ -350,7 +350,7 @@ class LLMReasoner:
         from engine.reasoning import OfflineReasoner
 
         self.client, self.method = client, method
-        self.offline = OfflineReasoner()
+        self.offline = OfflineReasoner(descriptions=descriptions)
 
     def judge(self, question, topics, paths, next_relations, remaining=0, schema=None) -> float:
         if not paths or remaining <= 0:

@@ -670,6 +670,49 @@ def _print_summary(s: dict) -> None:
 
 
 @cli.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@store_option
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True,
+              help="The learned file to write (TOML; use it with --relation-descriptions).")
+@click.option("--types", type=click.Path(path_type=Path), default=None,
+              help="File with one question type per line (MetaQA qtype files).")
+@click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N questions.")
+@click.option("--depth", "-d", type=click.IntRange(1, 4), default=3, show_default=True,
+              help="Longest relation chain looked for behind an answer.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+@_fail_cleanly
+def learn(file, store, out, types, limit, depth, progress) -> None:
+    """Learn from the questions and answers of FILE which wordings ask for
+    which relation chains (any format `tog eval` reads; no gold paths)."""
+    from engine.evaluate import read_questions
+    from engine.learning import fingerprint, learn as learn_from
+
+    questions = list(read_questions(file, types))
+    if limit:
+        questions = questions[:limit]
+    if not questions:
+        raise click.ClickException(f"{file}: no questions in it (one per line: text, a tab, answers separated by |; "
+                                   "or JSON lines with question and answers)")
+    if progress is None:
+        progress = sys.stderr.isatty()
+    with _open(store) as s:
+        report = learn_from(s.kg, questions, out, depth=depth, progress=progress,
+                            source=f"{file.name} (sha256 {fingerprint(file)}, {len(questions)} questions)",
+                            keep=lambda r: r.used > 0)
+    skipped = [f"{n} without a topic entity in the store" for n in [report.no_topic] if n]
+    skipped += [f"{n} whose answers no chain of up to {depth} hops reaches" for n in [report.no_chain] if n]
+    skipped += [f"{n} without answers" for n in [report.no_answers] if n]
+    if not report.used:
+        raise click.ClickException(f"nothing to learn from {file}: of {report.questions} questions, "
+                                   + ", ".join(skipped) + "; no file written")
+    echo(f"learned {report.chains} relation chains from {report.used:,} of {report.questions:,} questions "
+         f"(mean answer F1 of their chains {report.f1:.3f}) in {report.seconds:.1f} s")
+    if skipped:
+        echo("skipped: " + "; ".join(skipped))
+    echo(f"wrote {out}; use it with: tog ask ... --relation-descriptions {out}")
+
+
+@cli.command()
 @store_option
 @_fail_cleanly
 def info(store) -> None:

@@ -231,8 +231,10 @@ class Settings:
                 extra = {"relation_descriptions": str(self.relation_descriptions)}
             if llm is not None:
                 extra["llm"] = llm.describe()
-            return Engine(self, self.search_config(), get_pruner(self.pruner_name, seed=self.seed, client=llm),
-                          get_reasoner(self.reasoner_name, client=llm, method=self.method), llm, descriptions, extra)
+            return Engine(self, self.search_config(),
+                          get_pruner(self.pruner_name, seed=self.seed, client=llm, descriptions=descriptions),
+                          get_reasoner(self.reasoner_name, client=llm, method=self.method, descriptions=descriptions),
+                          llm, descriptions, extra)
         except BaseException:
             if llm is not None:
                 llm.close()

@@ -19,6 +19,11 @@ the relation's IRI, its local name or the words it is shown as::
 
 ``inverse`` (used for an ``in`` edge) defaults to ``aliases``; ``tail`` and
 ``head`` tell a "which X" question whether the relation ends in an X.
+
+A file written by ``tog learn`` also has a ``[learned]`` table (where the
+model came from) and ``[[chains]]``: relation chains with the weights of the
+question words that ask for them (``engine/learning.py``).  Either
+``[relations]`` or ``[[chains]]`` may be missing, not both.
 """
 
 from __future__ import annotations
@@ -27,9 +32,13 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.errors import TogError
 from engine.graph import Candidate, Relation, local_name, relation_text
+
+if TYPE_CHECKING:
+    from engine.learning import ChainModel
 
 FIELDS = ("aliases", "inverse", "tail", "head")
 
@@ -58,7 +67,7 @@ class DescriptionError(TogError):
     """A description file that cannot be read."""
 
 
-def _names(value: object, path: Path, key: str) -> tuple[str, ...]:
+def _names(value: object, path: object, key: str) -> tuple[str, ...]:
     """A list of names, or one text of comma-separated names."""
     if isinstance(value, str):
         value = value.split(",")
@@ -70,13 +79,21 @@ def _names(value: object, path: Path, key: str) -> tuple[str, ...]:
 class Descriptions:
     """Notes by relation key; ``describe`` puts them on :class:`Relation` values."""
 
-    def __init__(self, notes: dict[str, Note], source: str = "") -> None:
+    def __init__(self, notes: dict[str, Note], source: str = "", model: ChainModel | None = None) -> None:
         self.notes = notes
         self.source = source
+        self.model = model  # learned chains (``tog learn``), or None
         self._by_id: dict[str, Note | None] = {}
 
     def __len__(self) -> int:
         return len(self.notes)
+
+    def summary(self) -> str:
+        """``12 relation descriptions and 48 learned chains`` (what a run records)."""
+        parts = [f"{len(self.notes)} relation description{'s' if len(self.notes) != 1 else ''}"]
+        if self.model is not None:
+            parts.append(f"{len(self.model)} learned chain{'s' if len(self.model) != 1 else ''}")
+        return " and ".join(parts)
 
     @classmethod
     def load(cls, path: str | Path) -> Descriptions:
@@ -92,7 +109,31 @@ class Descriptions:
             raise DescriptionError(f"relation description file not found: {path}") from None
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
             raise DescriptionError(f"cannot read the relation description file {path}: {e}") from None
-        table = data.get("relations")
+        return cls.from_data(data, str(path))
+
+    @classmethod
+    def from_text(cls, text: str, source: str) -> Descriptions:
+        """A description file's text (as a store keeps it)."""
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise DescriptionError(f"cannot read the relation descriptions of {source}: {e}") from None
+        return cls.from_data(data, source)
+
+    @classmethod
+    def from_data(cls, data: dict, path: str) -> Descriptions:
+        model = None
+        if "chains" in data:
+            from engine.learning import ChainModel, read_chains, read_steps
+
+            learned = data.get("learned", {})
+            model = ChainModel(read_chains(data["chains"], path), read_steps(data.get("steps", {}), path),
+                               learned if isinstance(learned, dict) else {})
+        unknown_tables = sorted(set(data) - {"relations", "chains", "learned", "steps"})
+        if unknown_tables:
+            raise DescriptionError(f"{path}: unknown table(s) {', '.join(unknown_tables)}; "
+                                   "use [relations], [learned], [steps] and [[chains]]")
+        table = data.get("relations", {} if model is not None else None)
         if not isinstance(table, dict):
             raise DescriptionError(f"{path}: no [relations] table")
         notes: dict[str, Note] = {}
@@ -112,7 +153,7 @@ class Descriptions:
             notes[key] = Note(_names(entry.get("aliases", ()), path, key),
                               None if inverse is None else _names(inverse, path, key),
                               entry.get("tail"), entry.get("head"))
-        return cls(notes, str(path))
+        return cls(notes, str(path), model)
 
     def note(self, relation_id: str, label: str | None = None) -> Note | None:
         """The note for a relation: by IRI, then local name, then shown words."""

@@ -18,12 +18,15 @@ import struct
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from engine.errors import deferred, lookup
 from engine.graph import Relation
 from engine.paths import Path
 from engine.text import terms
+
+if TYPE_CHECKING:
+    from engine.descriptions import Descriptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,14 +143,21 @@ class BM25Pruner:
 class HybridPruner:
     """Alignment of the relation chain with the question (coverage, kind of
     answer, sharing, order; see ``engine/alignment.py``), with BM25 over the
-    whole verbalised path to tell apart candidates the chain cannot."""
+    whole verbalised path to tell apart candidates the chain cannot.
+
+    With learned chains (``descriptions.model``, from ``tog learn``) a path
+    scores mostly by the probability of the learned chains it begins: the
+    zero-shot score only breaks ties and carries questions the model knows
+    no word of."""
 
     name = "hybrid"
     uses_llm = False
     BM25_WEIGHT = 0.2
+    LEARNED_WEIGHT = 0.8
 
-    def __init__(self, **options: object) -> None:
+    def __init__(self, descriptions: Descriptions | None = None, **options: object) -> None:
         self.bm25 = BM25Pruner(**options)
+        self.learned = descriptions.model if descriptions is not None else None
 
     def _scores(self, question: str, choices: Sequence[Choice]) -> list[float]:
         from engine.alignment import QuestionModel
@@ -157,8 +167,15 @@ class HybridPruner:
         names = sorted({c.path.topic.name for c in choices})
         model = QuestionModel.of(question, names)
         lexical = self.bm25._scores(question, [c.text for c in choices])
-        return [(1 - self.BM25_WEIGHT) * model.score(c.chain) + self.BM25_WEIGHT * b
-                for c, b in zip(choices, lexical)]
+        scores = [(1 - self.BM25_WEIGHT) * model.score(c.chain) + self.BM25_WEIGHT * b
+                  for c, b in zip(choices, lexical)]
+        view = self.learned.view(question, names) if self.learned is not None else None
+        if view:
+            from engine.learning import relation_keys
+
+            w = self.LEARNED_WEIGHT
+            scores = [w * view.prefix(relation_keys(c.chain)) + (1 - w) * s for c, s in zip(choices, scores)]
+        return scores
 
     def score_relations(self, question: str, choices: Sequence[Choice]) -> list[float]:
         return self._scores(question, choices)

@@ -13,14 +13,18 @@ question that going deeper could still explain.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from engine.alignment import QuestionModel
 from engine.errors import deferred, lookup
 from engine.graph import Node, Relation
 from engine.paths import Path
+
+if TYPE_CHECKING:
+    from engine.descriptions import Descriptions
 
 MAX_OUTLOOK = 40    # relations tried per step of the look-ahead
 
@@ -67,13 +71,31 @@ class OfflineReasoner:
 
     name = "offline"
     uses_llm = False
+    LEARNED_FLOOR = 0.05  # below this mass of learned chains on the kept paths, judge without them
 
-    def __init__(self, **_: object) -> None:
-        pass
+    def __init__(self, descriptions: Descriptions | None = None, **_: object) -> None:
+        self.learned = descriptions.model if descriptions is not None else None
+
+    def _view(self, question: str, topics: Sequence[Node]):
+        if self.learned is None:
+            return None
+        view = self.learned.view(question, [t.name for t in topics])
+        return view or None
 
     def judge(self, question, topics, paths, next_relations, remaining=0, schema=None) -> float:
         if not paths or remaining <= 0:
             return 1.0
+        view = self._view(question, topics)
+        if view is not None:
+            # learned: stop when a kept path is a whole chain likelier than
+            # any chain a kept path could still grow into within the depth left
+            from engine.learning import relation_keys
+
+            keys = [relation_keys(p.relations()) for p in paths]
+            whole = max(view.whole(k) for k in keys)
+            longer = max(view.longer(k, remaining) for k in keys)
+            if whole + longer >= self.LEARNED_FLOOR:
+                return round(whole / (whole + longer), 6)
         model = QuestionModel.of(question, [t.name for t in topics])
         memo: dict[tuple, float] = {}
         now = max(model.utility(p.relations()) for p in paths)
@@ -117,9 +139,24 @@ class OfflineReasoner:
         pool = [p for p in candidates if p.hops]
         if not pool:
             return Answer([], from_kg=False, reason="no path from the topic entities reached an answer")
+        met = _met(topics, pool)
+        if met:
+            both: list[Path] = [p for p in pool if p.tail.id in met]
+            firsts: dict[str, Path] = {}
+            for p in both:
+                firsts.setdefault(p.tail.id, p)
+            return Answer([p.tail.name for p in firsts.values()], list(firsts), [p.id for p in both], True,
+                          "reached from every topic of the question")
         model = QuestionModel.of(question, [t.name for t in topics])
         fitting = [p for p in pool if model.kind_fits(p.relations()[-1] if p.hops else None)] or pool
         best = max(fitting, key=lambda p: p.score)
+        view = self._view(question, topics)
+        if view is not None:  # learned: the likeliest whole chain, when any candidate is one
+            from engine.learning import relation_keys
+
+            likely = max(pool, key=lambda p: (view.whole(relation_keys(p.relations())), p.score))
+            if view.whole(relation_keys(likely.relations())) > 0:
+                best = likely
         chain = best.chain
         kept_ids = {p.id for p in kept}
         ranked = sorted(pool, key=lambda p: (p.chain != chain, p.tail.id in topic_ids, p.id not in kept_ids, -p.score))
@@ -136,6 +173,23 @@ class OfflineReasoner:
                 names.append(p.tail.name)
                 support.append(p.id)
         return Answer(names, ids, support, True, f"tails of the best relation chain ({best.verbalise(False)})")
+
+
+def _met(topics: Sequence[Node], paths: Sequence[Path]) -> set[str]:
+    """Tails that the paths of every topic of the question reach (several
+    topics only: entities that share a name are one topic)."""
+    from engine.search import topic_groups
+
+    groups = topic_groups(topics)
+    if len(set(groups.values())) < 2:
+        return set()
+    reached: dict[int, set[str]] = defaultdict(set)
+    for p in paths:
+        if p.hops and p.tail.id not in groups:
+            reached[groups.get(p.topic.id, -1)].add(p.tail.id)
+    if len(reached) < len(set(groups.values())):
+        return set()
+    return set.intersection(*reached.values())
 
 
 REASONERS: dict[str, Callable[..., Reasoner]] = {

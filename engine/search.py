@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -154,6 +154,7 @@ def search(
     counter = iter(range(1_000_000))
 
     beam = [Path(f"p{next(counter)}", t) for t in topics]
+    groups = topic_groups(topics)
     recorder.record(beam, {p.id for p in beam})
     everything: dict[str, Path] = {p.id: p for p in beam}
     candidates: list[Path] = []
@@ -208,17 +209,21 @@ def search(
             for q in new:
                 q.score = q.relation_score
         ranked = sorted(new, key=lambda q: (-q.score, rng.random()))
-        beam = ranked[: config.width]
+        beam = _keep(ranked, config.width, groups)
         kept = {q.id for q in beam}
         recorder.record(ranked, kept)
         everything.update((q.id, q) for q in new)
         candidates = ranked
         reached = depth
+        meeting = _meeting(ranked, groups, config.width) if len(set(groups.values())) > 1 else []
+        if meeting:  # what every topic's paths reach answers first
+            candidates = meeting + [q for q in ranked if q.id not in {m.id for m in meeting}]
         # 4. judge: are the kept paths enough?  (After the last depth the
         # search stops anyway: no relations to list for a judge's look-ahead.)
         around = _Around(kg, beam, descriptions) if depth < config.depth else {}
         plan.before(depth, "judge")
-        reward = reasoner.judge(question, topics, beam, around, config.depth - depth, schema)
+        judged = beam + [m for m in meeting if m.id not in kept]
+        reward = reasoner.judge(question, topics, judged, around, config.depth - depth, schema)
         rewards.append(reward)
         if reward >= config.threshold:
             break
@@ -235,6 +240,49 @@ def search(
         "paths_scored": len(everything) - len(topics),
     }
     return SearchResult(answer, beam if reached else [], supporting, reached, rewards, stats)
+
+
+def topic_groups(topics: Sequence[Node]) -> dict[str, int]:
+    """Topic id -> its mention: entities that share a name are one mention
+    (alternatives), different names are different topics of the question."""
+    from engine.graph import name_key
+
+    keys: dict[str, int] = {}
+    return {t.id: keys.setdefault(name_key(t.name), len(keys)) for t in topics}
+
+
+def _keep(ranked: Sequence[Path], width: int, groups: Mapping[str, int]) -> list[Path]:
+    """The beam: the best ``width`` paths, or the best ``width`` of each
+    topic when the question has several (ToG's beam per topic)."""
+    if len(set(groups.values())) <= 1:
+        return list(ranked[:width])
+    taken: dict[int, int] = defaultdict(int)
+    out = []
+    for q in ranked:
+        g = groups.get(q.topic.id, -1)
+        if taken[g] < width:
+            taken[g] += 1
+            out.append(q)
+    return out
+
+
+def _meeting(paths: Iterable[Path], groups: Mapping[str, int], width: int) -> list[Path]:
+    """Paths to the entities that every topic's paths of this depth reach
+    (kept or not), best first: per such entity, each topic's best path to
+    it; at most ``width`` entities.  (Only this depth's: when the judge went
+    deeper, what the topics shared one step before was not the answer.)"""
+    best: dict[str, dict[int, Path]] = defaultdict(dict)
+    for p in paths:
+        if not p.hops or p.tail.id in groups:
+            continue
+        g = groups.get(p.topic.id, -1)
+        held = best[p.tail.id].get(g)
+        if held is None or p.score > held.score:
+            best[p.tail.id][g] = p
+    wanted = len(set(groups.values()))
+    met = [(sum(p.score for p in by.values()), e, by) for e, by in best.items() if len(by) == wanted]
+    met.sort(key=lambda x: (-x[0], x[1]))
+    return [p for _, _, by in met[:width] for _, p in sorted(by.items())]
 
 
 def _relation_text(p: Path, rel: Relation) -> str:

@@ -1,0 +1,679 @@
+"""Learning from question–answer pairs: which wordings ask for which relation chains.
+
+Weak supervision, no gold paths: for each question, walk the KG from its
+topic entities (up to ``depth`` hops, every read bounded as in the search)
+and find the relation chains whose tails are the given answers (best
+answer-set F1; the shortest such chains when several tie).  Those chains
+are the question's labels.  A softmax regression then learns, from the
+question's words (stemmed, the topic mention replaced by ``@``; single
+words, pairs and triples), a weight per (word feature, chain).
+
+At question time :class:`ChainModel` gives a probability to every learned
+chain; the offline pruner scores a path by the probability mass of the
+learned chains it is a prefix of, the judge stops when a kept path is a
+whole chain more likely than any longer one it could still become, and the
+answer comes from the most likely whole chain.  A question whose words the
+model never saw (or where no learned chain starts at its topic) falls back
+to the zero-shot scorers.
+
+The model is written into the relation description file format
+(``engine/descriptions.py``): ``[learned]`` says where it came from,
+``[[chains]]`` holds each chain with its weights and a few of the questions
+that taught it, and ``[relations]`` gets the words most tied to each
+one-hop chain as other names.  It is TOML a person can read and edit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from engine.graph import Candidate, KnowledgeGraph, Node, Relation, is_literal, local_name, name_key
+from engine.text import STOPWORDS, stem, strip_mentions, words
+
+Step = tuple[str, str]  # (relation IRI, "out" | "in")
+Chain = tuple[Step, ...]
+
+FORMAT_VERSION = 1
+EXPAND_LIMIT = 100     # neighbours read per (entity, relation) while finding chains, as the search reads
+FRONTIER = 12          # entities followed further per chain prefix
+REQUESTS_PER_STEP = 4000  # (entity, relation) pairs expanded per depth and question, at most
+MIN_F1 = 0.1           # a chain must explain the answers at least this well to teach anything
+MIN_FEATURE_COUNT = 2  # word features seen in fewer training questions are dropped
+TOPIC_TOKEN = "@"
+_PLACEHOLDER = "togtopicmention"
+
+
+# -- steps and chains as text ------------------------------------------------------------
+
+def step_key(step: Step) -> str:
+    """``directed_by`` for an out edge, ``^directed_by`` read backwards (SPARQL's inverse path)."""
+    rel, direction = step
+    return ("^" if direction == "in" else "") + local_name(rel)
+
+
+def chain_key(chain: Sequence[Step]) -> tuple[str, ...]:
+    return tuple(step_key(s) for s in chain)
+
+
+def relation_keys(relations: Sequence[Relation]) -> tuple[str, ...]:
+    return tuple(step_key((r.id, r.direction)) for r in relations)
+
+
+# -- question features -------------------------------------------------------------------
+
+@lru_cache(maxsize=8192)
+def _features(question: str, topic_names: tuple[str, ...]) -> tuple[str, ...]:
+    body = strip_mentions(question, list(topic_names), placeholder=f" {_PLACEHOLDER} ")
+    toks = [TOPIC_TOKEN if w == _PLACEHOLDER else stem(w) for w in words(body)]
+    feats = set(toks)
+    feats.update(f"{a} {b}" for a, b in zip(toks, toks[1:]))
+    feats.update(f"{a} {b} {c}" for a, b, c in zip(toks, toks[1:], toks[2:]))
+    if toks:
+        feats.add(f"<q> {toks[0]}")
+    feats.discard(TOPIC_TOKEN)
+    return tuple(sorted(feats))
+
+
+def features(question: str, topic_names: Sequence[str]) -> tuple[str, ...]:
+    """The word features of a question: stems, their pairs and triples, the
+    first word, with the topic mentions replaced by ``@``."""
+    return _features(question, tuple(topic_names))
+
+
+def pattern(question: str, topic_names: Sequence[str]) -> str:
+    """The question as a pattern: lower case, the topic as ``@``."""
+    body = strip_mentions(question, list(topic_names), placeholder=f" {_PLACEHOLDER} ")
+    return " ".join(TOPIC_TOKEN if w == _PLACEHOLDER else w for w in words(body))
+
+
+# -- the model ---------------------------------------------------------------------------
+
+@dataclass
+class LearnedChain:
+    steps: tuple[str, ...]          # step keys, e.g. ("^directed_by", "in_language")
+    bias: float = 0.0
+    weights: dict[str, float] = field(default_factory=dict)
+    questions: float = 0.0          # training questions it labelled (a tie counts as a share)
+    examples: tuple[str, ...] = ()  # patterns of questions that taught it
+
+
+class ChainModel:
+    """Probabilities of the learned chains for a question: per chain, its
+    bias and word weights plus those of its step slots (``_slots``)."""
+
+    def __init__(self, chains: Sequence[LearnedChain], slots: dict[str, dict[str, float]] | None = None,
+                 info: dict | None = None) -> None:
+        self.chains = list(chains)
+        self.slots = dict(slots or {})
+        self.info = dict(info or {})
+        self.known = frozenset(f for c in self.chains for f in c.weights) | frozenset(
+            f for w in self.slots.values() for f in w if f != "<bias>")
+        self._slots_of = [_slots(c.steps) for c in self.chains]
+        self._memo: dict[tuple, dict[tuple[str, ...], float]] = {}
+
+    def __len__(self) -> int:
+        return len(self.chains)
+
+    def probabilities(self, question: str, topic_names: Sequence[str]) -> dict[tuple[str, ...], float]:
+        """chain steps -> probability; empty when the question has no word the model knows."""
+        key = (question, tuple(topic_names))
+        found = self._memo.get(key)
+        if found is None:
+            feats = [f for f in features(question, topic_names) if f in self.known]
+            if not feats or not self.chains:
+                found = {}
+            else:
+                slot = {k: w.get("<bias>", 0.0) + sum(w.get(f, 0.0) for f in feats) for k, w in self.slots.items()}
+                logits = [c.bias + sum(c.weights.get(f, 0.0) for f in feats)
+                          + sum(slot.get(k, 0.0) for k in ks) for c, ks in zip(self.chains, self._slots_of)]
+                top = max(logits)
+                exp = [math.exp(x - top) for x in logits]
+                total = sum(exp)
+                found = {c.steps: e / total for c, e in zip(self.chains, exp)}
+            if len(self._memo) > 4096:
+                self._memo.clear()
+            self._memo[key] = found
+        return found
+
+    def view(self, question: str, topic_names: Sequence[str]) -> ChainView:
+        return ChainView(self.probabilities(question, topic_names))
+
+
+class ChainView:
+    """One question's chain probabilities, with prefix sums."""
+
+    def __init__(self, probs: dict[tuple[str, ...], float]) -> None:
+        self.probs = probs
+        self._prefix: dict[tuple[str, ...], float] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.probs)
+
+    def whole(self, steps: tuple[str, ...]) -> float:
+        return self.probs.get(steps, 0.0)
+
+    def prefix(self, steps: tuple[str, ...], within: int | None = None) -> float:
+        """Mass of the chains that start with ``steps`` (and are at most ``within`` steps longer)."""
+        key = steps + (str(within),)
+        found = self._prefix.get(key)
+        if found is None:
+            n = len(steps)
+            found = sum(p for c, p in self.probs.items()
+                        if c[:n] == steps and (within is None or len(c) - n <= within))
+            self._prefix[key] = found
+        return found
+
+    def longer(self, steps: tuple[str, ...], within: int) -> float:
+        """The likeliest chain that extends ``steps`` by 1..``within`` steps."""
+        n = len(steps)
+        return max((p for c, p in self.probs.items() if len(c) > n and c[:n] == steps and len(c) - n <= within),
+                   default=0.0)
+
+
+# -- finding the chains behind a question's answers --------------------------------------
+
+class ReadCache:
+    """Relations and neighbours read from the KG, kept for later questions
+    (questions share hubs and topics); bounded."""
+
+    MAX_ENTRIES = 400_000
+
+    def __init__(self, kg: KnowledgeGraph) -> None:
+        self.kg = kg
+        self.rels: dict[str, list[Relation]] = {}
+        self.tails: dict[tuple[str, Relation], list[tuple[Candidate, str]]] = {}
+
+    def _trim(self) -> None:
+        if len(self.rels) + len(self.tails) > self.MAX_ENTRIES:
+            self.rels.clear()
+            self.tails.clear()
+
+    def relations(self, ids: Sequence[str]) -> dict[str, list[Relation]]:
+        missing = [i for i in dict.fromkeys(ids) if i not in self.rels]
+        if missing:
+            self._trim()
+            found = self.kg.relations(missing)
+            for i in missing:
+                self.rels[i] = found.get(i, [])
+        return {i: self.rels[i] for i in ids}
+
+    def expand(self, pairs: Sequence[tuple[str, Relation]]) -> dict[tuple[str, Relation], list[tuple[Candidate, str]]]:
+        missing = [p for p in dict.fromkeys(pairs) if p not in self.tails]
+        if missing:
+            self._trim()
+            got: dict[tuple[str, Relation], list[tuple[Candidate, str]]] = {p: [] for p in missing}
+            for c in self.kg.expand(missing, limit=EXPAND_LIMIT):
+                key = (c.source, c.relation)
+                if key in got:
+                    got[key].append((c, name_key(c.node.name)))
+            self.tails.update(got)
+        return {p: self.tails[p] for p in pairs}
+
+
+@dataclass
+class Found:
+    """The chains that best lead from a topic to a question's answers."""
+
+    chains: list[Chain]
+    f1: float
+
+
+def find_chains(cache: ReadCache, topic: str, answers: set[str], depth: int,
+                answer_ids: Sequence[str] = ()) -> Found:
+    """Relation chains of 1..``depth`` steps from ``topic`` whose tails best
+    match ``answers`` (name keys), by F1 of the reached names; every chain that ties (``train`` picks among them).  ``answer_ids``
+    (entities named like the answers) restrict the last step to relations
+    the answers have, so the deepest step costs little."""
+    last_steps: set[Step] | None = None
+    if answer_ids:
+        around = cache.relations(list(answer_ids))
+        last_steps = {(r.id, _flip(r.direction)) for rs in around.values() for r in rs}
+    # per chain prefix, the entities it reached and the one each came from
+    # (a chain never takes back the edge it just took, as the search does not)
+    frontier: dict[Chain, dict[str, str | None]] = {(): {topic: None}}
+    scored: dict[Chain, float] = {}
+    for d in range(1, depth + 1):
+        final = d == depth
+        ids = list(dict.fromkeys(e for es in frontier.values() for e in es))
+        rels = cache.relations(ids)
+        wanted: list[tuple[Chain, str, Relation]] = []
+        for chain, es in frontier.items():
+            for e in es:
+                for rel in rels.get(e, ()):
+                    if final and last_steps is not None and (rel.id, rel.direction) not in last_steps:
+                        continue
+                    wanted.append((chain, e, rel))
+        if len(wanted) > REQUESTS_PER_STEP:
+            wanted = _thin(wanted, REQUESTS_PER_STEP)
+        tails = cache.expand([(e, rel) for _, e, rel in wanted])
+        reached: dict[Chain, set[str]] = defaultdict(set)
+        nxt: dict[Chain, dict[str, str | None]] = defaultdict(dict)
+        for chain, e, rel in wanted:
+            back = frontier[chain][e] if chain and chain[-1] == (rel.id, _flip(rel.direction)) else None
+            for cand, key in tails[(e, rel)]:
+                node = cand.node
+                if back is not None and node.id == back and not cand.via:
+                    continue
+                longer = chain + ((rel.id, rel.direction),) + tuple((v.id, v.direction) for v in cand.via)
+                reached[longer].add(key)
+                if not final and not node.literal and len(nxt[longer]) < FRONTIER:
+                    nxt[longer].setdefault(node.id, e)
+        for chain, keys in reached.items():
+            hits = len(keys & answers)
+            if hits:
+                precision, recall = hits / len(keys), hits / len(answers)
+                scored[chain] = 2 * precision * recall / (precision + recall)
+        frontier = {c: es for c, es in nxt.items() if es}
+        if not frontier:
+            break
+    if not scored:
+        return Found([], 0.0)
+    best = max(scored.values())
+    if best < MIN_F1:
+        return Found([], best)
+    return Found(sorted(c for c, f in scored.items() if f >= best - 1e-9), best)
+
+
+def _flip(direction: str) -> str:
+    return "in" if direction == "out" else "out"
+
+
+def _thin(items: list, n: int) -> list:
+    """``n`` of ``items``, spread evenly (deterministic)."""
+    step = len(items) / n
+    return [items[int(i * step)] for i in range(n)]
+
+
+# -- training ----------------------------------------------------------------------------
+
+@dataclass
+class Example:
+    features: tuple[str, ...]
+    labels: dict[Chain, float]
+    pattern: str
+
+
+def _slots(chain: Sequence[str]) -> list[str]:
+    """The step slots a chain's score shares with other chains: each step
+    at its position, and its last step as the last."""
+    return [f"{k + 1}:{step}" for k, step in enumerate(chain)] + [f"last:{chain[-1]}"]
+
+
+class _Fit:
+    """A softmax regression over chains whose logit for a question is
+    ``bias[c] + x·W[:, c] + sum over the chain's slots of x·T[:, slot]``:
+    chain weights learn wordings of a whole chain, slot weights the wordings
+    of one step wherever it stands, so that a chain seen rarely still scores
+    by its steps.  Full-batch Adam; deterministic."""
+
+    def __init__(self, groups: list[tuple[tuple[int, ...], dict[int, float]]], vocab_size: int,
+                 chains: list[tuple[str, ...]]) -> None:
+        import numpy as np
+
+        self.np = np
+        slots = sorted({s for c in chains for s in _slots(c)})
+        self.slots = slots
+        sindex = {s: i for i, s in enumerate(slots)}
+        G, C, S = len(groups), len(chains), len(slots)
+        self.A = np.zeros((S, C))
+        for j, c in enumerate(chains):
+            for s in _slots(c):
+                self.A[sindex[s], j] += 1.0
+        self.Y = np.zeros((G, C))
+        rows: list[int] = []
+        cols: list[int] = []
+        for g, (feats, labels) in enumerate(groups):
+            for ci, w in labels.items():
+                self.Y[g, ci] = w
+            rows.extend([g] * len(feats))
+            cols.extend(feats)
+        self.weight = self.Y.sum(axis=1, keepdims=True)
+        self.total = float(self.weight.sum())
+        self.f = np.asarray(cols, dtype=np.int64)          # ordered by group (every group has a feature)
+        self.group_starts = np.flatnonzero(np.r_[True, np.diff(np.asarray(rows)) != 0])
+        order = np.argsort(self.f, kind="stable")
+        self.rows_by_f = np.asarray(rows, dtype=np.int64)[order]
+        f_sorted = self.f[order]
+        self.f_starts = np.flatnonzero(np.r_[True, f_sorted[1:] != f_sorted[:-1]])
+        self.f_ids = f_sorted[self.f_starts]
+        self.W = np.zeros((vocab_size, C))
+        self.T = np.zeros((vocab_size, S))
+        self.b = np.zeros(C)
+
+    def probabilities(self):
+        np = self.np
+        logits = np.add.reduceat(self.W[self.f], self.group_starts, axis=0)
+        logits += np.add.reduceat(self.T[self.f], self.group_starts, axis=0) @ self.A
+        logits += self.b
+        logits -= logits.max(axis=1, keepdims=True)
+        P = np.exp(logits)
+        return P / P.sum(axis=1, keepdims=True)
+
+    def run(self, epochs: int, l2: float, progress: Callable[[int], None] | None = None) -> None:
+        np = self.np
+        params = [self.W, self.T, self.b]
+        moments = [(np.zeros_like(p), np.zeros_like(p)) for p in params]
+        lr, beta1, beta2, eps = 0.1, 0.9, 0.999, 1e-8
+        for t in range(1, epochs + 1):
+            D = (self.probabilities() * self.weight - self.Y) / self.total
+            gW = np.zeros_like(self.W)
+            gW[self.f_ids] = np.add.reduceat(D[self.rows_by_f], self.f_starts, axis=0)
+            gT = np.zeros_like(self.T)
+            gT[self.f_ids] = np.add.reduceat((D @ self.A.T)[self.rows_by_f], self.f_starts, axis=0)
+            grads = [gW + l2 * self.W, gT + l2 * self.T, D.sum(axis=0)]
+            for p, g, (m, v) in zip(params, grads, moments):
+                m *= beta1
+                m += (1 - beta1) * g
+                v *= beta2
+                v += (1 - beta2) * g * g
+                p -= lr * (m / (1 - beta1 ** t)) / (np.sqrt(v / (1 - beta2 ** t)) + eps)
+            if progress is not None:
+                progress(t)
+
+
+def train(examples: Sequence[Example], epochs: int = 120, l2: float = 1e-4,
+          progress: Callable[[int], None] | None = None) -> tuple[list[LearnedChain], dict[str, dict[str, float]]]:
+    """Learned chains and step-slot weights from ``examples``.
+
+    A question whose answers several chains reach equally well (a director
+    who also wrote the film; "X's kid's parent's children" are X's own
+    children) first counts a share for each; after one fit every such
+    question is given the one chain the model finds likeliest for its
+    wording (hard EM), and the model is fitted again: spurious chains that
+    only happen to reach the answers lose to the chain the wording asks for
+    elsewhere."""
+    if not examples:
+        return [], {}
+    counts = Counter(f for e in examples for f in set(e.features))
+    vocab = ["<all>"] + sorted(f for f, n in counts.items() if n >= MIN_FEATURE_COUNT)
+    index = {f: i for i, f in enumerate(vocab)}
+    chains = sorted({chain_key(c) for e in examples for c in e.labels})
+    cindex = {c: i for i, c in enumerate(chains)}
+    keyed = [(tuple(sorted({0} | {index[f] for f in e.features if f in index})),
+              {cindex[chain_key(c)]: w for c, w in e.labels.items()}) for e in examples]
+
+    def grouped(labels_of: list[dict[int, float]]) -> list[tuple[tuple[int, ...], dict[int, float]]]:
+        groups: dict[tuple[int, ...], dict[int, float]] = {}
+        for (feats, _), labels in zip(keyed, labels_of):
+            into = groups.setdefault(feats, defaultdict(float))
+            share = sum(labels.values())
+            for c, w in labels.items():
+                into[c] += w / share
+        return [(k, dict(groups[k])) for k in sorted(groups)]
+
+    soft = [labels for _, labels in keyed]
+    fit = _Fit(grouped(soft), len(vocab), chains)
+    fit.run(epochs // 2, l2, progress)
+    if any(len(labels) > 1 for labels in soft):
+        P = fit.probabilities()
+        row = {k: g for g, (k, _) in enumerate(grouped(soft))}
+        hard = []
+        for feats, labels in keyed:
+            probs = P[row[feats]]
+            best = max(labels, key=lambda c: (probs[c], -c))
+            hard.append({best: 1.0})
+        used = sorted({c for labels in hard for c in labels})
+        remap = {c: i for i, c in enumerate(used)}
+        chains = [chains[c] for c in used]
+        keyed = [(feats, {remap[c]: w for c, w in labels.items()}) for (feats, _), labels in zip(keyed, hard)]
+        fit = _Fit(grouped([labels for _, labels in keyed]), len(vocab), chains)
+        fit.run(epochs, l2, (lambda t: progress(epochs // 2 + t)) if progress is not None else None)
+    np = fit.np
+    labelled: dict[int, float] = defaultdict(float)
+    examples_of: dict[int, Counter] = defaultdict(Counter)
+    for (_, labels), e in zip(keyed, examples):
+        for ci, w in labels.items():
+            labelled[ci] += w
+            examples_of[ci][e.pattern] += 1
+
+    def kept(column) -> dict[str, float]:
+        return dict(sorted((vocab[i], round(float(column[i]), 3)) for i in np.flatnonzero(np.abs(column) >= 0.05)))
+
+    learned = []
+    for j, steps in enumerate(chains):
+        learned.append(LearnedChain(steps, round(float(fit.b[j] + fit.W[0, j]), 3),
+                                    {k: v for k, v in kept(fit.W[:, j]).items() if k != "<all>"},
+                                    round(labelled[j], 2),
+                                    tuple(p for p, _ in sorted(examples_of[j].items(),
+                                                               key=lambda kv: (-kv[1], kv[0]))[:3])))
+    slot_weights: dict[str, dict[str, float]] = {}
+    for i, slot in enumerate(fit.slots):
+        sw = kept(fit.T[:, i])
+        bias = sw.pop("<all>", 0.0)
+        if sw or bias:
+            slot_weights[slot] = {"<bias>": bias, **sw} if bias else sw
+    return learned, slot_weights
+
+
+# -- reading the questions ---------------------------------------------------------------
+
+@dataclass
+class LearnReport:
+    questions: int = 0
+    used: int = 0          # taught at least one chain
+    no_topic: int = 0      # no topic entity found in the store
+    no_chain: int = 0      # no chain within the depth reached the answers
+    no_answers: int = 0
+    chains: int = 0
+    seconds: float = 0.0
+    f1: float = 0.0        # mean F1 of the chains found, over the questions used
+
+
+def examples_from(kg: KnowledgeGraph, questions: Iterable, depth: int = 3,
+                  progress: Callable[[], None] | None = None,
+                  report: LearnReport | None = None) -> list[Example]:
+    """One training example per question whose answers a chain reaches.
+
+    ``questions``: ``engine.evaluate.Question`` values (their topics, else
+    the topics linked from the text).  Unknown topics and unreachable
+    answers are counted in ``report``, never raised."""
+    from engine.errors import TogError
+    from engine.evaluate import topics_for
+    from engine.linking import link
+
+    report = report if report is not None else LearnReport()
+    cache = ReadCache(kg)
+    out: list[Example] = []
+    f1_sum = 0.0
+    for q in questions:
+        report.questions += 1
+        try:
+            answers = {k for k in (name_key(a) for a in q.answers) if k}
+            if not answers:
+                report.no_answers += 1
+                continue
+            try:
+                topics: list[Node] = link(kg, q.question, topics_for(kg, q))
+            except TogError:
+                report.no_topic += 1
+                continue
+            names = [t.name for t in topics]
+            answer_ids = _answer_ids(kg, answers)
+            best, labels = 0.0, dict[Chain, float]()
+            for t in topics:  # a name several entities share: the best chains of any of them
+                if t.literal or is_literal(t.id):
+                    continue
+                found = find_chains(cache, t.id, answers, depth, answer_ids)
+                if not found.chains or found.f1 < best - 1e-9:
+                    continue
+                if found.f1 > best + 1e-9:
+                    best, labels = found.f1, {}
+                labels.update((c, 1.0) for c in found.chains)
+            if not labels:
+                report.no_chain += 1
+                continue
+            report.used += 1
+            f1_sum += best
+            out.append(Example(features(q.question, names), labels, pattern(q.question, names)))
+        finally:
+            if progress is not None:
+                progress()
+    report.f1 = round(f1_sum / report.used, 4) if report.used else 0.0
+    report.chains = len({c for e in out for c in e.labels})
+    return out
+
+
+def _answer_ids(kg: KnowledgeGraph, answers: set[str], most: int = 20) -> list[str]:
+    """Entities named like the answers (some of them: the last step's relations come from these)."""
+    keys = sorted(answers)[:most]
+    found = kg.search_entities(keys)
+    ids = [n.id for k in keys for n in found.get(k, [])[:3]]
+    if len({k for k in keys if found.get(k)}) < len(keys):
+        return []  # an answer the name index does not hold (a literal, say): do not restrict
+    return list(dict.fromkeys(ids))
+
+
+# -- the learned file --------------------------------------------------------------------
+
+def fingerprint(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
+def aliases_of(chains: Sequence[LearnedChain], most: int = 6) -> dict[str, dict[str, list[str]]]:
+    """Per relation, the content words most tied to its one-step chains: the
+    other names it learned, out and backwards."""
+    out: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    for c in chains:
+        if len(c.steps) != 1:
+            continue
+        step = c.steps[0]
+        name, field_ = (step[1:], "inverse") if step.startswith("^") else (step, "aliases")
+        best = sorted(((w, f) for f, w in c.weights.items()
+                       if w > 0.5 and " " not in f and f not in STOPWORDS and not f.startswith("<")
+                       and len(f) > 2), key=lambda x: (-x[0], x[1]))[:most]
+        if best:
+            out[name][field_] = [f for _, f in best]
+    return dict(out)
+
+
+def _toml_str(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _toml_key(text: str) -> str:
+    import re
+
+    return text if re.fullmatch(r"[A-Za-z0-9_-]+", text) else _toml_str(text)
+
+
+def write_learned(path, chains: Sequence[LearnedChain], slots: dict[str, dict[str, float]], info: dict) -> None:
+    """The learned model as TOML in the relation description format."""
+    lines = ["# Learned by `tog learn`: which question wordings ask for which relation chains.",
+             "# Chains read step by step; ^name is the relation read backwards. Weights are per word",
+             "# feature of a question (stems, pairs and triples; @ is the topic). A chain's score is its",
+             "# bias and weights plus those of its [steps]: \"2:^parents\" is ^parents as the second step,",
+             "# \"last:gender\" gender as the last. Edit freely.", "",
+             "[learned]"]
+    for k, v in info.items():
+        lines.append(f"{_toml_key(k)} = {json.dumps(v, ensure_ascii=False)}")
+    aliases = aliases_of(chains)
+    if aliases:
+        lines += ["", "[relations]"]
+        for name in sorted(aliases):
+            parts = [f"{f} = [{', '.join(_toml_str(a) for a in names)}]"
+                     for f, names in sorted(aliases[name].items())]
+            if "inverse" in aliases[name] and "aliases" not in aliases[name]:
+                parts.insert(0, "aliases = []")
+            lines.append(f"{_toml_key(name)} = {{ {', '.join(parts)} }}")
+    for name in sorted(slots):
+        lines += ["", f"[steps.{_toml_str(name)}]"]
+        lines += [f"{_toml_str(f)} = {w}" for f, w in slots[name].items()]
+    for c in chains:
+        lines += ["", "[[chains]]",
+                  f"steps = [{', '.join(_toml_str(s) for s in c.steps)}]",
+                  f"questions = {c.questions}",
+                  f"examples = [{', '.join(_toml_str(e) for e in c.examples)}]",
+                  f"bias = {c.bias}",
+                  "[chains.weights]"]
+        lines += [f"{_toml_str(f)} = {w}" for f, w in c.weights.items()]
+    from pathlib import Path
+
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def read_steps(entries: object, where: str) -> dict[str, dict[str, float]]:
+    """``[steps]`` of a description file: slot -> word weights."""
+    from engine.descriptions import DescriptionError
+
+    if not isinstance(entries, dict) or not all(
+            isinstance(w, dict) and all(isinstance(v, (int, float)) for v in w.values()) for w in entries.values()):
+        raise DescriptionError(f"{where}: [steps] must hold tables of word weights (numbers)")
+    return {str(k): {str(f): float(v) for f, v in w.items()} for k, w in entries.items()}
+
+
+def read_chains(entries: object, where: str) -> list[LearnedChain]:
+    """``[[chains]]`` of a description file; raises ``DescriptionError`` naming what is wrong."""
+    from engine.descriptions import DescriptionError
+
+    if not isinstance(entries, list):
+        raise DescriptionError(f"{where}: 'chains' must be an array of tables ([[chains]])")
+    out = []
+    for n, e in enumerate(entries, start=1):
+        if not isinstance(e, dict):
+            raise DescriptionError(f"{where}: chain {n} is not a table")
+        steps = e.get("steps")
+        if not isinstance(steps, list) or not steps or not all(isinstance(s, str) and s.strip("^") for s in steps):
+            raise DescriptionError(f"{where}: chain {n} needs steps = [\"relation\", \"^relation\", ...]")
+        weights = e.get("weights", {})
+        if not isinstance(weights, dict) or not all(isinstance(v, (int, float)) for v in weights.values()):
+            raise DescriptionError(f"{where}: the weights of chain {n} must be numbers")
+        bias = e.get("bias", 0.0)
+        if not isinstance(bias, (int, float)):
+            raise DescriptionError(f"{where}: the bias of chain {n} must be a number")
+        unknown = sorted(set(e) - {"steps", "weights", "bias", "questions", "examples"})
+        if unknown:
+            raise DescriptionError(f"{where}: chain {n} has unknown field(s) {', '.join(unknown)}")
+        out.append(LearnedChain(tuple(steps), float(bias), {str(k): float(v) for k, v in weights.items()},
+                                float(e.get("questions", 0.0)), tuple(e.get("examples", ()))))
+    return out
+
+
+def split(items: Sequence, share: float, seed: int) -> tuple[list, list]:
+    """A seeded split: (``share`` of the items, the rest), each in the input order."""
+    rng = random.Random(seed)
+    picked = set(rng.sample(range(len(items)), round(len(items) * share)))
+    return ([x for i, x in enumerate(items) if i in picked], [x for i, x in enumerate(items) if i not in picked])
+
+
+def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: str = "",
+          progress: bool | None = None, epochs: int = 120,
+          keep: Callable[[LearnReport], bool] | None = None) -> LearnReport:
+    """Find the chains behind ``questions``' answers, train, write ``out``
+    (unless ``keep`` says the report is not worth a file).
+
+    Deterministic for a given store and question list."""
+    import time
+
+    started = time.perf_counter()
+    report = LearnReport()
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(questions), unit="q", desc="finding chains", dynamic_ncols=True)
+    try:
+        examples = examples_from(kg, questions, depth, progress=bar.update if bar is not None else None,
+                                 report=report)
+    finally:
+        if bar is not None:
+            bar.close()
+    chains, slots = train(examples, epochs=epochs)
+    report.chains = len(chains)
+    report.seconds = round(time.perf_counter() - started, 3)
+    info = {"version": FORMAT_VERSION, "source": source, "questions": report.questions, "used": report.used,
+            "no_topic": report.no_topic, "no_chain": report.no_chain, "depth": depth,
+            "mean_f1": report.f1}
+    if keep is None or keep(report):
+        write_learned(out, chains, slots, info)
+    return report
