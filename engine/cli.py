@@ -484,16 +484,19 @@ def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output) -> None
 @store_option
 @click.option("--rating", type=click.Choice(["good", "bad"]), required=True, help="How good the answer was.")
 @click.option("--comment", default=None, help="What was right or wrong.")
+@click.option("--answer", "answers", multiple=True, metavar="NAME",
+              help="The right answer (repeatable): `tog learn --from-feedback` learns from it.")
 @_fail_cleanly
-def feedback(run_id, store, rating, comment) -> None:
+def feedback(run_id, store, rating, comment, answers) -> None:
     """Rate the answer of RUN_ID (or `last`); kept with the run."""
     from engine.feedback import add_feedback
     from engine.runs import last_run_id
 
     with _open(store) as s:
         run_id = last_run_id(s.need_runs(), run_id)
-        add_feedback(s, run_id, rating, comment)
-    echo(f"feedback on {run_id}: {rating}")
+        entry = add_feedback(s, run_id, rating, comment, answers)
+    echo(f"feedback on {run_id}: {rating}" + (f"; right answer: {', '.join(entry['answers'])}"
+                                               if entry.get("answers") else ""))
 
 
 @cli.command()
@@ -670,10 +673,13 @@ def _print_summary(s: dict) -> None:
 
 
 @cli.command()
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path), required=False)
 @store_option
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True,
               help="The learned file to write (TOML; use it with --relation-descriptions).")
+@click.option("--from-feedback", is_flag=True,
+              help="Also learn from the store's rated runs: good ones with their answers, any with a named "
+                   "right answer (`tog feedback --answer`).")
 @click.option("--types", type=click.Path(path_type=Path), default=None,
               help="File with one question type per line (MetaQA qtype files).")
 @click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N questions.")
@@ -681,29 +687,43 @@ def _print_summary(s: dict) -> None:
               help="Longest relation chain looked for behind an answer.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @_fail_cleanly
-def learn(file, store, out, types, limit, depth, progress) -> None:
-    """Learn from the questions and answers of FILE which wordings ask for
-    which relation chains (any format `tog eval` reads; no gold paths)."""
+def learn(file, store, out, types, limit, depth, progress, from_feedback) -> None:
+    """Learn from the questions and answers of FILE (any format `tog eval`
+    reads; no gold paths needed) and/or the store's rated runs which
+    wordings ask for which relation chains."""
     from engine.evaluate import read_questions
-    from engine.learning import fingerprint, learn as learn_from
+    from engine.learning import feedback_questions, fingerprint, learn as learn_from
 
-    questions = list(read_questions(file, types))
-    if limit:
-        questions = questions[:limit]
-    if not questions:
-        raise click.ClickException(f"{file}: no questions in it (one per line: text, a tab, answers separated by |; "
-                                   "or JSON lines with question and answers)")
+    if file is None and not from_feedback:
+        raise click.UsageError("name a question file, or --from-feedback to learn from rated runs")
+    questions, sources = [], []
+    if file is not None:
+        questions = list(read_questions(file, types))
+        if limit:
+            questions = questions[:limit]
+        if not questions:
+            raise click.ClickException(f"{file}: no questions in it (one per line: text, a tab, answers separated "
+                                       "by |; or JSON lines with question and answers)")
+        sources.append(f"{file.name} (sha256 {fingerprint(file)}, {len(questions)} questions)")
     if progress is None:
         progress = sys.stderr.isatty()
     with _open(store) as s:
-        report = learn_from(s.kg, questions, out, depth=depth, progress=progress,
-                            source=f"{file.name} (sha256 {fingerprint(file)}, {len(questions)} questions)",
+        if from_feedback:
+            rated, counts = feedback_questions(s.need_runs())
+            questions += rated
+            sources.append(f"{len(rated)} rated runs")
+            echo(f"from feedback: {counts['good']} runs rated good, {counts['named']} with a named answer"
+                 + (f"; {counts['bad']} rated bad without a named answer skipped (nothing says what is right)"
+                    if counts["bad"] else ""))
+        if not questions:
+            raise click.ClickException("nothing to learn from: no rated runs in the store")
+        report = learn_from(s.kg, questions, out, depth=depth, progress=progress, source="; ".join(sources),
                             keep=lambda r: r.used > 0)
     skipped = [f"{n} without a topic entity in the store" for n in [report.no_topic] if n]
     skipped += [f"{n} whose answers no chain of up to {depth} hops reaches" for n in [report.no_chain] if n]
     skipped += [f"{n} without answers" for n in [report.no_answers] if n]
     if not report.used:
-        raise click.ClickException(f"nothing to learn from {file}: of {report.questions} questions, "
+        raise click.ClickException(f"nothing to learn: of {report.questions} questions, "
                                    + ", ".join(skipped) + "; no file written")
     echo(f"learned {report.chains} relation chains from {report.used:,} of {report.questions:,} questions "
          f"(mean answer F1 of their chains {report.f1:.3f}) in {report.seconds:.1f} s")

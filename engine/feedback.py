@@ -165,12 +165,18 @@ def revert(store: Store, correction_id: str) -> Correction:
     return log.revert(c, utc_now())
 
 
-def add_feedback(store: Store, run_id: str, rating: str, comment: str | None = None) -> dict:
+def add_feedback(store: Store, run_id: str, rating: str, comment: str | None = None,
+                 answers: Sequence[str] = ()) -> dict:
+    """Keep a rating with a run; ``answers`` name the right answer (what
+    ``tog learn --from-feedback`` learns from, with good runs' own answers)."""
     if rating not in RATINGS:
         raise CorrectionError(f"rating must be one of {', '.join(RATINGS)}")
-    entry = {"at": utc_now(), "rating": rating}
+    entry: dict = {"at": utc_now(), "rating": rating}
     if comment:
         entry["comment"] = comment
+    names = [a.strip() for a in answers if a.strip()]
+    if names:
+        entry["answers"] = names
     store.need_runs().feedback(run_id, entry)
     return entry
 

@@ -343,9 +343,12 @@ class _Fit:
         f_sorted = self.f[order]
         self.f_starts = np.flatnonzero(np.r_[True, f_sorted[1:] != f_sorted[:-1]])
         self.f_ids = f_sorted[self.f_starts]
-        self.W = np.zeros((vocab_size, C))
-        self.T = np.zeros((vocab_size, S))
-        self.b = np.zeros(C)
+        self.W = np.zeros((vocab_size, C), dtype=np.float32)
+        self.T = np.zeros((vocab_size, S), dtype=np.float32)
+        self.b = np.zeros(C, dtype=np.float32)
+        self.A = self.A.astype(np.float32)
+        self.Y = self.Y.astype(np.float32)
+        self.weight = self.weight.astype(np.float32)
 
     def probabilities(self):
         np = self.np
@@ -360,7 +363,7 @@ class _Fit:
         np = self.np
         params = [self.W, self.T, self.b]
         moments = [(np.zeros_like(p), np.zeros_like(p)) for p in params]
-        lr, beta1, beta2, eps = 0.1, 0.9, 0.999, 1e-8
+        lr, beta1, beta2, eps = 0.1, 0.9, 0.999, 1e-7
         for t in range(1, epochs + 1):
             D = (self.probabilities() * self.weight - self.Y) / self.total
             gW = np.zeros_like(self.W)
@@ -378,7 +381,7 @@ class _Fit:
                 progress(t)
 
 
-def train(examples: Sequence[Example], epochs: int = 120, l2: float = 1e-4,
+def train(examples: Sequence[Example], epochs: int = 80, l2: float = 1e-4,
           progress: Callable[[int], None] | None = None) -> tuple[list[LearnedChain], dict[str, dict[str, float]]]:
     """Learned chains and step-slot weights from ``examples``.
 
@@ -436,10 +439,20 @@ def train(examples: Sequence[Example], epochs: int = 120, l2: float = 1e-4,
     def kept(column) -> dict[str, float]:
         return dict(sorted((vocab[i], round(float(column[i]), 3)) for i in np.flatnonzero(np.abs(column) >= 0.05)))
 
+    # the words a chain's questions share are kept even where the fit gave
+    # them no weight (one chain alone has nothing to tell apart): they tell a
+    # later question that the model knows its wording
+    typical: dict[int, Counter] = defaultdict(Counter)
+    for (_, labels), e in zip(keyed, examples):
+        for ci in labels:
+            typical[ci].update(set(e.features))
     learned = []
     for j, steps in enumerate(chains):
-        learned.append(LearnedChain(steps, round(float(fit.b[j] + fit.W[0, j]), 3),
-                                    {k: v for k, v in kept(fit.W[:, j]).items() if k != "<all>"},
+        weights = {k: v for k, v in kept(fit.W[:, j]).items() if k != "<all>"}
+        for feat, n in typical[j].items():
+            if feat in index and n >= 0.3 * labelled[j] and abs(weights.get(feat, 0.0)) < 0.05:
+                weights[feat] = 0.05
+        learned.append(LearnedChain(steps, round(float(fit.b[j] + fit.W[0, j]), 3), dict(sorted(weights.items())),
                                     round(labelled[j], 2),
                                     tuple(p for p, _ in sorted(examples_of[j].items(),
                                                                key=lambda kv: (-kv[1], kv[0]))[:3])))
@@ -639,6 +652,36 @@ def read_chains(entries: object, where: str) -> list[LearnedChain]:
     return out
 
 
+def feedback_questions(runs) -> tuple[list, dict[str, int]]:
+    """Question–answer pairs from rated runs (``engine.store.RunLog``): the
+    latest rating of each run decides; a named right answer
+    (``tog feedback --answer``) wins, else a good run's own answer; a bad
+    run without a named answer teaches nothing and is counted."""
+    from engine.evaluate import Question
+
+    out, counts = [], {"good": 0, "named": 0, "bad": 0}
+    for header in runs.list():
+        if header.status != "done":
+            continue
+        tree = runs.get(header.id)  # the header of a list may leave the ratings out
+        info = tree.info
+        if not info.feedback:
+            continue
+        last = info.feedback[-1]
+        answers = list(last.get("answers") or [])
+        if answers:
+            counts["named"] += 1
+        elif last.get("rating") == "good" and info.answer:
+            counts["good"] += 1
+            answers = list(info.answer)
+        else:
+            counts["bad"] += 1
+            continue
+        topics = [p.entity for p in tree.paths if p.depth == 0]
+        out.append(Question(f"run-{info.id}", info.question, answers, topics))
+    return out, counts
+
+
 def split(items: Sequence, share: float, seed: int) -> tuple[list, list]:
     """A seeded split: (``share`` of the items, the rest), each in the input order."""
     rng = random.Random(seed)
@@ -647,7 +690,7 @@ def split(items: Sequence, share: float, seed: int) -> tuple[list, list]:
 
 
 def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: str = "",
-          progress: bool | None = None, epochs: int = 120,
+          progress: bool | None = None, epochs: int = 80,
           keep: Callable[[LearnReport], bool] | None = None) -> LearnReport:
     """Find the chains behind ``questions``' answers, train, write ``out``
     (unless ``keep`` says the report is not worth a file).

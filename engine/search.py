@@ -208,6 +208,8 @@ def search(
         else:
             for q in new:
                 q.score = q.relation_score
+        if descriptions is not None and descriptions.model is not None and depth < config.depth:
+            _favour_continuable(kg, question, topics, new, descriptions, config.width)
         ranked = sorted(new, key=lambda q: (-q.score, rng.random()))
         beam = _keep(ranked, config.width, groups)
         kept = {q.id for q in beam}
@@ -240,6 +242,42 @@ def search(
         "paths_scored": len(everything) - len(topics),
     }
     return SearchResult(answer, beam if reached else [], supporting, reached, rewards, stats)
+
+
+CONTINUE_BONUS = 0.05  # for a path whose tail has the step the likeliest learned chain takes next
+CONTINUE_LOOKED_AT = 10  # candidates per kept place whose tails are looked at for it
+
+
+def _favour_continuable(kg: KnowledgeGraph, question: str, topics: Sequence[Node], new: Sequence[Path],
+                        descriptions: Descriptions, width: int) -> None:
+    """With learned chains: among the best candidates, those whose tail has
+    the relation that the likeliest learned chain through them takes next
+    score a little more, so that the beam does not keep films with no
+    language when the question asks for languages (one batched, bounded
+    relation listing of at most ``CONTINUE_LOOKED_AT * width`` tails)."""
+    from engine.learning import relation_keys, step_key
+
+    model = descriptions.model
+    if model is None:
+        return
+    view = model.view(question, [t.name for t in topics])
+    if not view:
+        return
+    wanted: dict[str, str] = {}
+    top = sorted(new, key=lambda q: -q.score)[: CONTINUE_LOOKED_AT * width]
+    for q in top:
+        keys = relation_keys(q.relations())
+        nxt = max(((p, c[len(keys)]) for c, p in view.probs.items() if len(c) > len(keys) and c[:len(keys)] == keys),
+                  default=None)
+        if nxt is not None and nxt[0] > view.whole(keys):
+            wanted[q.id] = nxt[1]
+    tails = list(dict.fromkeys(q.tail.id for q in top if q.id in wanted and not q.tail.literal))
+    if not tails:
+        return
+    around = kg.relations(tails)
+    for q in top:
+        if q.id in wanted and any(step_key((r.id, r.direction)) == wanted[q.id] for r in around.get(q.tail.id, ())):
+            q.score = min(1.0, q.score + CONTINUE_BONUS)
 
 
 def topic_groups(topics: Sequence[Node]) -> dict[str, int]:

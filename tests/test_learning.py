@@ -35,7 +35,7 @@ def harbour(seed: int = 7):
     rng = random.Random(seed)
     lands = [f"land_{c}" for c in "abcd"]
     ports = {f"port_{i}": rng.choice(lands) for i in range(8)}
-    ships = {f"ship_{i:02d}": (rng.choice(sorted(ports)), f"skipper_{i:02d}", str(1940 + rng.randrange(50)))
+    ships = {f"ship_{i:02d}": (rng.choice(sorted(ports)), f"m_{i:02d}", str(1940 + rng.randrange(50)))
              for i in range(48)}
     triples = [f"{p}\tkq2\t{land}" for p, land in sorted(ports.items())]
     for s, (p, k, y) in sorted(ships.items()):
@@ -188,3 +188,35 @@ def test_a_question_with_two_topics_answers_what_both_reach(tmp_path):
     assert cited == {"northfield_rovers", "eastby"}  # the answer cites a path from each topic
     tree = render_tree(store.runs.get(r.run_id))
     assert "northfield_rovers  (topic)" in tree and "eastby  (topic)" in tree
+
+
+def test_learning_from_rated_runs(tog, tmp_path, harbour_files):
+    kb, _ = harbour_files
+    store = str(tmp_path / "store")
+    tog("load", str(kb), "--store", store, "--format", "tsv")
+    years = {}
+    for line in kb.read_text(encoding="utf-8").splitlines():
+        s, r, o = line.split("\t")
+        years[s] = o  # m_NN -kq4-> year (and other facts, not looked at)
+    for i in range(6):  # the user names the right answer of runs the zero-shot engine got wrong
+        r = tog("ask", f"when was the skipper of [ship_{i:02d}] born", "--store", store)
+        assert r.exit_code == 0, r.output
+        right = years[f"m_{i:02d}"]
+        rated = tog("feedback", "last", "--store", store, "--rating", "bad", "--answer", right)
+        assert rated.exit_code == 0 and f"right answer: {right}" in rated.output
+    tog("ask", "when was the skipper of [ship_10] born", "--store", store)
+    tog("feedback", "last", "--store", store, "--rating", "bad")  # says nothing of what is right
+    learned = tmp_path / "fb.toml"
+    r = tog("learn", "--from-feedback", "--store", store, "--out", str(learned))
+    assert r.exit_code == 0, r.output
+    assert "6 with a named answer" in r.output and "1 rated bad without a named answer skipped" in r.output
+    question = "when was the skipper of [ship_30] born"
+    r = tog("ask", question, "--store", store, "--json")
+    assert json.loads(r.output)["answer"] != [years["m_30"]]
+    r = tog("ask", question, "--store", store, "--json", "--relation-descriptions", str(learned))
+    assert json.loads(r.output)["answer"] == [years["m_30"]]
+
+
+def test_learn_needs_a_file_or_feedback(tog, tmp_path):
+    r = tog("learn", "--store", str(tmp_path / "s"), "--out", str(tmp_path / "x.toml"))
+    assert r.exit_code == 2 and "--from-feedback" in r.output and no_traceback(r)
