@@ -618,6 +618,7 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
     if progress is None:
         progress = sys.stderr.isatty()
     with _settings(options).open(concurrency) as engine, _open(store) as s:
+        engine.adopt(s)
         summary = evaluate(questions, lambda q: engine.answer_row(s, q), out, progress=progress,
                            concurrency=concurrency, settings=engine.describe())
         if report is not None:
@@ -675,8 +676,12 @@ def _print_summary(s: dict) -> None:
 @cli.command()
 @click.argument("file", type=click.Path(path_type=Path), required=False)
 @store_option
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True,
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="The learned file to write (TOML; use it with --relation-descriptions).")
+@click.option("--into-store", is_flag=True,
+              help="Keep what is learned in the store: every later ask and eval on it uses it (unless given "
+                   "--relation-descriptions).")
+@click.option("--forget", is_flag=True, help="Drop what an earlier --into-store kept, and learn nothing.")
 @click.option("--from-feedback", is_flag=True,
               help="Also learn from the store's rated runs: good ones with their answers, any with a named "
                    "right answer (`tog feedback --answer`).")
@@ -687,15 +692,25 @@ def _print_summary(s: dict) -> None:
               help="Longest relation chain looked for behind an answer.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @_fail_cleanly
-def learn(file, store, out, types, limit, depth, progress, from_feedback) -> None:
+def learn(file, store, out, into_store, forget, types, limit, depth, progress, from_feedback) -> None:
     """Learn from the questions and answers of FILE (any format `tog eval`
     reads; no gold paths needed) and/or the store's rated runs which
     wordings ask for which relation chains."""
     from engine.evaluate import read_questions
     from engine.learning import feedback_questions, fingerprint, learn as learn_from
 
+    if forget:
+        if file is not None or out is not None or into_store or from_feedback:
+            raise click.UsageError("--forget drops what the store keeps and learns nothing: give it alone")
+        with _open(store) as s:
+            had = s.need_runs().learned()
+            s.need_runs().keep_learned(None)
+        echo("the store keeps no learned file now" + ("" if had else " (it kept none)"))
+        return
     if file is None and not from_feedback:
         raise click.UsageError("name a question file, or --from-feedback to learn from rated runs")
+    if out is None and not into_store:
+        raise click.UsageError("say where the learned file goes: --out FILE and/or --into-store")
     questions, sources = [], []
     if file is not None:
         questions = list(read_questions(file, types))
@@ -717,8 +732,11 @@ def learn(file, store, out, types, limit, depth, progress, from_feedback) -> Non
                     if counts["bad"] else ""))
         if not questions:
             raise click.ClickException("nothing to learn from: no rated runs in the store")
+        runs = s.need_runs() if into_store else None
         report = learn_from(s.kg, questions, out, depth=depth, progress=progress, source="; ".join(sources),
                             keep=lambda r: r.used > 0)
+        if runs is not None and report.used:
+            runs.keep_learned(report.text)
     skipped = [f"{n} without a topic entity in the store" for n in [report.no_topic] if n]
     skipped += [f"{n} whose answers no chain of up to {depth} hops reaches" for n in [report.no_chain] if n]
     skipped += [f"{n} without answers" for n in [report.no_answers] if n]
@@ -729,7 +747,10 @@ def learn(file, store, out, types, limit, depth, progress, from_feedback) -> Non
          f"(mean answer F1 of their chains {report.f1:.3f}) in {report.seconds:.1f} s")
     if skipped:
         echo("skipped: " + "; ".join(skipped))
-    echo(f"wrote {out}; use it with: tog ask ... --relation-descriptions {out}")
+    if out is not None:
+        echo(f"wrote {out}; use it with: tog ask ... --relation-descriptions {out}")
+    if into_store:
+        echo(f"kept in {s.name}: every later ask and eval on it uses it (tog learn --forget drops it)")
 
 
 @cli.command()

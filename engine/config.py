@@ -206,11 +206,17 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
     # -- building ---------------------------------------------------------------------
+    def parts(self, llm: LLMClient | None, descriptions: Descriptions | None) -> tuple[Pruner, Reasoner]:
+        """The pruner and the reasoner these settings name."""
+        from engine.pruning import get_pruner
+        from engine.reasoning import get_reasoner
+
+        return (get_pruner(self.pruner_name, seed=self.seed, client=llm, descriptions=descriptions),
+                get_reasoner(self.reasoner_name, client=llm, method=self.method, descriptions=descriptions))
+
     def open(self, concurrency: int = 1) -> Engine:
         """The parts that answer questions (close it, or use it as a context
         manager: it holds the LLM client's cache)."""
-        from engine.pruning import get_pruner
-        from engine.reasoning import get_reasoner
 
         llm = None
         if self.model or self.embedding_model:
@@ -231,10 +237,8 @@ class Settings:
                 extra = {"relation_descriptions": str(self.relation_descriptions)}
             if llm is not None:
                 extra["llm"] = llm.describe()
-            return Engine(self, self.search_config(),
-                          get_pruner(self.pruner_name, seed=self.seed, client=llm, descriptions=descriptions),
-                          get_reasoner(self.reasoner_name, client=llm, method=self.method, descriptions=descriptions),
-                          llm, descriptions, extra)
+            pruner, reasoner = self.parts(llm, descriptions)
+            return Engine(self, self.search_config(), pruner, reasoner, llm, descriptions, extra)
         except BaseException:
             if llm is not None:
                 llm.close()
@@ -253,10 +257,28 @@ class Engine:
     descriptions: Descriptions | None = None
     extra: dict = field(default_factory=dict)  # what runs record besides the search config
 
+    _adopted: str | None = field(default=None, repr=False)
+
+    def adopt(self, store: Store) -> None:
+        """Use the learned file the store keeps (``tog learn --into-store``)
+        unless the settings name a description file (that one wins)."""
+        if self.settings.relation_descriptions is not None or self._adopted == store.name or store.runs is None:
+            return
+        self._adopted = store.name
+        text = store.runs.learned()
+        if not text:
+            return
+        from engine.descriptions import Descriptions
+
+        self.descriptions = Descriptions.from_text(text, f"the learned file kept in {store.name}")
+        self.pruner, self.reasoner = self.settings.parts(self.llm, self.descriptions)
+        self.extra["relation_descriptions"] = "kept in the store (tog learn --into-store)"
+
     def ask(self, store: Store, question: str, topics: Sequence[str] = ()) -> AskResult:
         """Link, search and (when the settings say ``record``) keep the run."""
         from engine.runs import ask
 
+        self.adopt(store)
         return ask(store, question, self.pruner, self.reasoner, self.config, topics, record=self.settings.record,
                    extra_config=self.extra, llm=self.llm, descriptions=self.descriptions)
 

@@ -477,6 +477,7 @@ class LearnReport:
     chains: int = 0
     seconds: float = 0.0
     f1: float = 0.0        # mean F1 of the chains found, over the questions used
+    text: str = field(default="", repr=False)  # the learned file
 
 
 def examples_from(kg: KnowledgeGraph, questions: Iterable, depth: int = 3,
@@ -580,7 +581,7 @@ def _toml_key(text: str) -> str:
     return text if re.fullmatch(r"[A-Za-z0-9_-]+", text) else _toml_str(text)
 
 
-def write_learned(path, chains: Sequence[LearnedChain], slots: dict[str, dict[str, float]], info: dict) -> None:
+def learned_text(chains: Sequence[LearnedChain], slots: dict[str, dict[str, float]], info: dict) -> str:
     """The learned model as TOML in the relation description format."""
     lines = ["# Learned by `tog learn`: which question wordings ask for which relation chains.",
              "# Chains read step by step; ^name is the relation read backwards. Weights are per word",
@@ -610,9 +611,7 @@ def write_learned(path, chains: Sequence[LearnedChain], slots: dict[str, dict[st
                   f"bias = {c.bias}",
                   "[chains.weights]"]
         lines += [f"{_toml_str(f)} = {w}" for f, w in c.weights.items()]
-    from pathlib import Path
-
-    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return "\n".join(lines) + "\n"
 
 
 def read_steps(entries: object, where: str) -> dict[str, dict[str, float]]:
@@ -692,8 +691,9 @@ def split(items: Sequence, share: float, seed: int) -> tuple[list, list]:
 def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: str = "",
           progress: bool | None = None, epochs: int = 80,
           keep: Callable[[LearnReport], bool] | None = None) -> LearnReport:
-    """Find the chains behind ``questions``' answers, train, write ``out``
-    (unless ``keep`` says the report is not worth a file).
+    """Find the chains behind ``questions``' answers, train, and write the
+    learned file to ``out`` when given (unless ``keep`` says the report is
+    not worth a file); the text is also ``report.text``.
 
     Deterministic for a given store and question list."""
     import time
@@ -717,6 +717,9 @@ def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: 
     info = {"version": FORMAT_VERSION, "source": source, "questions": report.questions, "used": report.used,
             "no_topic": report.no_topic, "no_chain": report.no_chain, "depth": depth,
             "mean_f1": report.f1}
-    if keep is None or keep(report):
-        write_learned(out, chains, slots, info)
+    report.text = learned_text(chains, slots, info)
+    if out is not None and (keep is None or keep(report)):
+        from pathlib import Path
+
+        Path(out).write_text(report.text, encoding="utf-8")
     return report

@@ -57,6 +57,14 @@ class RunLog(Protocol):
         """Keep a rating (``{"at", "rating", "comment"}``) with a run."""
         ...
 
+    def learned(self) -> str | None:
+        """The learned description file kept by ``tog learn --into-store`` (its TOML text), if any."""
+        ...
+
+    def keep_learned(self, text: str | None) -> None:
+        """Keep a learned description file for every later question (None forgets it)."""
+        ...
+
 
 @runtime_checkable
 class CorrectionLog(Protocol):

@@ -220,3 +220,20 @@ def test_learning_from_rated_runs(tog, tmp_path, harbour_files):
 def test_learn_needs_a_file_or_feedback(tog, tmp_path):
     r = tog("learn", "--store", str(tmp_path / "s"), "--out", str(tmp_path / "x.toml"))
     assert r.exit_code == 2 and "--from-feedback" in r.output and no_traceback(r)
+
+
+def test_learned_into_the_store_serves_every_later_question(tog, tmp_path, harbour_files, store_spec):
+    kb, files = harbour_files
+    assert tog("load", str(kb), "--store", store_spec, "--format", "tsv").exit_code == 0
+    question = "in which year was the person who commands [ship_30] born"
+    before = json.loads(tog("ask", question, "--store", store_spec, "--json").output)
+    r = tog("learn", str(files["learn"]), "--store", store_spec, "--into-store")
+    assert r.exit_code == 0 and "kept in" in r.output, r.output
+    after = json.loads(tog("ask", question, "--store", store_spec, "--json").output)
+    assert after["depth"] == 2 and after["answer"] != before["answer"]
+    assert after["answer"][0].isdigit()
+    run = tog("runs", "show", "last", "--store", store_spec, "--json")
+    assert "kept in the store" in run.output
+    r = tog("learn", "--forget", "--store", store_spec)
+    assert r.exit_code == 0 and "keeps no learned file now" in r.output
+    assert json.loads(tog("ask", question, "--store", store_spec, "--json").output)["answer"] == before["answer"]

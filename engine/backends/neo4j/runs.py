@@ -101,6 +101,12 @@ class Neo4jRunLog:
         if not rows or not rows[0]["found"]:
             raise _no_run(run_id)
 
+    def learned(self) -> str | None:
+        return self.session.setting("learned", None)
+
+    def keep_learned(self, text: str | None) -> None:
+        self.session.run("setting_set", write=True, key="learned", value=json.dumps(text))
+
     def prune(self, older_than: str) -> int:
         limit = dt.datetime.fromisoformat(older_than)
         dropped = 0

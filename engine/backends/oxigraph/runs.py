@@ -196,6 +196,12 @@ class OxigraphRunLog:
         self.db.store.add(ox.Quad(g, vocab("feedback"), ox.Literal(json.dumps(entry, sort_keys=True)), g))
         self.db.flush()
 
+    def learned(self) -> str | None:
+        return self.db.index.get("learned", None)
+
+    def keep_learned(self, text: str | None) -> None:
+        self.db.index.set("learned", text)
+
     def prune(self, older_than: str) -> int:
         """Drop every run started before ``older_than`` (ISO 8601 timestamp)."""
         limit = dt.datetime.fromisoformat(older_than)
