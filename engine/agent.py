@@ -91,6 +91,22 @@ def prompt(name: str) -> Prompt:
     return Prompt(name, system, tuple(examples), task)
 
 
+def with_exemplars(p: Prompt, exemplars: Sequence, question: str, topic_names: Sequence[str]) -> Prompt:
+    """The answer prompt with the worked examples from rated runs nearest the
+    question (``engine.learning.choose_exemplars``) after its own."""
+    if not exemplars:
+        return p
+    from dataclasses import replace
+
+    from engine.learning import choose_exemplars
+
+    chosen = choose_exemplars(exemplars, question, topic_names)
+    extra = tuple((f"Question: {e.question}\nPaths:\n{numbered(e.paths)}",
+                   f"Answer: {' | '.join(e.answer)}\nPaths: {', '.join(str(i) for i in range(1, len(e.paths) + 1))}")
+                  for e in chosen)
+    return replace(p, examples=p.examples + extra) if extra else p
+
+
 def prompt_names() -> list[str]:
     folder = resources.files("engine").joinpath("prompts")
     return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".txt"))
@@ -351,6 +367,7 @@ class LLMReasoner:
 
         self.client, self.method = client, method
         self.offline = OfflineReasoner(descriptions=descriptions)
+        self.exemplars = list(descriptions.exemplars) if descriptions is not None else []
 
     def judge(self, question, topics, paths, next_relations, remaining=0, schema=None) -> float:
         if not paths or remaining <= 0:
@@ -372,7 +389,7 @@ class LLMReasoner:
         if not kept:
             names = baseline_answer(self.client, "io", question)
             return Answer(names, from_kg=False, reason="no KG path reached an answer; the model's own knowledge")
-        p = prompt("answer")
+        p = with_exemplars(prompt("answer"), self.exemplars, question, [t.name for t in topics])
         tails = [q.tail.name for q in kept]
         got = ask_strictly(self.client, p.messages(question=question, paths=numbered([describe(q) for q in kept])),
                            lambda reply: parse_answer(reply, len(kept), tails),

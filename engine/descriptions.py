@@ -83,6 +83,7 @@ class Descriptions:
         self.notes = notes
         self.source = source
         self.model = model  # learned chains (``tog learn``), or None
+        self.exemplars: list = []  # worked examples from runs rated good (``engine.learning.Exemplar``)
         self._by_id: dict[str, Note | None] = {}
 
     def __len__(self) -> int:
@@ -129,11 +130,16 @@ class Descriptions:
             learned = data.get("learned", {})
             model = ChainModel(read_chains(data["chains"], path), read_steps(data.get("steps", {}), path),
                                learned if isinstance(learned, dict) else {})
-        unknown_tables = sorted(set(data) - {"relations", "chains", "learned", "steps"})
+        exemplars: list = []
+        if "exemplars" in data:
+            from engine.learning import read_exemplars
+
+            exemplars = read_exemplars(data["exemplars"], path)
+        unknown_tables = sorted(set(data) - {"relations", "chains", "learned", "steps", "exemplars"})
         if unknown_tables:
             raise DescriptionError(f"{path}: unknown table(s) {', '.join(unknown_tables)}; "
-                                   "use [relations], [learned], [steps] and [[chains]]")
-        table = data.get("relations", {} if model is not None else None)
+                                   "use [relations], [learned], [steps], [[chains]] and [[exemplars]]")
+        table = data.get("relations", {} if model is not None or exemplars else None)
         if not isinstance(table, dict):
             raise DescriptionError(f"{path}: no [relations] table")
         notes: dict[str, Note] = {}
@@ -153,7 +159,9 @@ class Descriptions:
             notes[key] = Note(_names(entry.get("aliases", ()), path, key),
                               None if inverse is None else _names(inverse, path, key),
                               entry.get("tail"), entry.get("head"))
-        return cls(notes, str(path), model)
+        out = cls(notes, str(path), model)
+        out.exemplars = exemplars
+        return out
 
     def note(self, relation_id: str, label: str | None = None) -> Note | None:
         """The note for a relation: by IRI, then local name, then shown words."""

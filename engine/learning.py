@@ -581,7 +581,8 @@ def _toml_key(text: str) -> str:
     return text if re.fullmatch(r"[A-Za-z0-9_-]+", text) else _toml_str(text)
 
 
-def learned_text(chains: Sequence[LearnedChain], slots: dict[str, dict[str, float]], info: dict) -> str:
+def learned_text(chains: Sequence[LearnedChain], slots: dict[str, dict[str, float]], info: dict,
+                 exemplars: Sequence[Exemplar] = ()) -> str:
     """The learned model as TOML in the relation description format."""
     lines = ["# Learned by `tog learn`: which question wordings ask for which relation chains.",
              "# Chains read step by step; ^name is the relation read backwards. Weights are per word",
@@ -611,6 +612,12 @@ def learned_text(chains: Sequence[LearnedChain], slots: dict[str, dict[str, floa
                   f"bias = {c.bias}",
                   "[chains.weights]"]
         lines += [f"{_toml_str(f)} = {w}" for f, w in c.weights.items()]
+    for e in exemplars:
+        lines += ["", "[[exemplars]]  # a run rated good: a worked example for the LLM's answer prompt",
+                  f"question = {_toml_str(e.question)}",
+                  f"topics = [{', '.join(_toml_str(t) for t in e.topics)}]",
+                  f"paths = [{', '.join(_toml_str(p) for p in e.paths)}]",
+                  f"answer = [{', '.join(_toml_str(a) for a in e.answer)}]"]
     return "\n".join(lines) + "\n"
 
 
@@ -648,6 +655,94 @@ def read_chains(entries: object, where: str) -> list[LearnedChain]:
             raise DescriptionError(f"{where}: chain {n} has unknown field(s) {', '.join(unknown)}")
         out.append(LearnedChain(tuple(steps), float(bias), {str(k): float(v) for k, v in weights.items()},
                                 float(e.get("questions", 0.0)), tuple(e.get("examples", ()))))
+    return out
+
+
+@dataclass(frozen=True)
+class Exemplar:
+    """A worked example for the LLM's answer prompt, from a run rated good:
+    the question, the paths its answer cited (in the prompts' notation) and the answer."""
+
+    question: str
+    paths: tuple[str, ...]
+    answer: tuple[str, ...]
+    topics: tuple[str, ...] = ()
+
+    def size(self) -> int:
+        return len(self.question) + sum(len(p) + 4 for p in self.paths) + sum(len(a) + 3 for a in self.answer)
+
+
+MAX_EXEMPLARS = 40  # kept in a learned file, the best-rated and most recent first
+
+
+def exemplars_from_runs(kg: KnowledgeGraph, runs) -> list[Exemplar]:
+    """Runs whose latest rating is good, with the paths their answer cited."""
+    from engine.runs import name_relations
+
+    out: list[Exemplar] = []
+    for header in reversed(runs.list()):
+        if header.status != "done" or len(out) >= MAX_EXEMPLARS:
+            continue
+        tree = runs.get(header.id)
+        info = tree.info
+        if not info.feedback or info.feedback[-1].get("rating") != "good" or not info.answer:
+            continue
+        name_relations(kg, tree)
+        by_id = {p.id: p for p in tree.paths}
+        shown = []
+        for pid in info.stats.get("answer_paths", [])[:6]:
+            parts, node = [], by_id.get(pid)
+            while node is not None and node.parent is not None:
+                rel = " ".join(tree.relation(node.relation or "").split())
+                parts.append(f"{'->' if node.direction != 'in' else '<-'} {rel} {'->' if node.direction != 'in' else '<-'} "
+                             f"{node.name}")
+                node = by_id.get(node.parent)
+            if node is not None and parts:
+                shown.append(" ".join([node.name, *reversed(parts)]))
+        if shown:
+            roots = tuple(p.name for p in tree.paths if p.depth == 0)
+            out.append(Exemplar(info.question, tuple(shown), tuple(info.answer[:5]), roots))
+    return out
+
+
+def choose_exemplars(exemplars: Sequence[Exemplar], question: str, topic_names: Sequence[str],
+                     most: int = 2, budget: int = 1200) -> list[Exemplar]:
+    """The exemplars whose wording is nearest the question's (Jaccard over
+    word features, topics as ``@``), at most ``most`` and ``budget``
+    characters; the nearest last (next to the question)."""
+    mine = set(features(question, topic_names))
+    if not mine:
+        return []
+    scored = []
+    for e in exemplars:
+        theirs = set(features(e.question, e.topics))
+        union = mine | theirs
+        overlap = len(mine & theirs) / len(union) if union else 0.0
+        if overlap > 0 and e.question != question:
+            scored.append((overlap, e))
+    scored.sort(key=lambda x: (-x[0], x[1].question))
+    chosen: list[Exemplar] = []
+    used = 0
+    for _, e in scored:
+        if len(chosen) >= most or used + e.size() > budget:
+            break
+        chosen.append(e)
+        used += e.size()
+    return chosen[::-1]
+
+
+def read_exemplars(entries: object, where: str) -> list[Exemplar]:
+    from engine.descriptions import DescriptionError
+
+    if not isinstance(entries, list):
+        raise DescriptionError(f"{where}: 'exemplars' must be an array of tables ([[exemplars]])")
+    out = []
+    for n, e in enumerate(entries, start=1):
+        if not (isinstance(e, dict) and isinstance(e.get("question"), str)
+                and all(isinstance(e.get(k, []), list) for k in ("paths", "answer", "topics"))):
+            raise DescriptionError(f"{where}: exemplar {n} needs question = \"...\", paths = [...], answer = [...]")
+        out.append(Exemplar(e["question"], tuple(map(str, e.get("paths", []))), tuple(map(str, e.get("answer", []))),
+                            tuple(map(str, e.get("topics", [])))))
     return out
 
 
@@ -690,7 +785,7 @@ def split(items: Sequence, share: float, seed: int) -> tuple[list, list]:
 
 def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: str = "",
           progress: bool | None = None, epochs: int = 80,
-          keep: Callable[[LearnReport], bool] | None = None) -> LearnReport:
+          keep: Callable[[LearnReport], bool] | None = None, exemplars: Sequence[Exemplar] = ()) -> LearnReport:
     """Find the chains behind ``questions``' answers, train, and write the
     learned file to ``out`` when given (unless ``keep`` says the report is
     not worth a file); the text is also ``report.text``.
@@ -717,7 +812,7 @@ def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: 
     info = {"version": FORMAT_VERSION, "source": source, "questions": report.questions, "used": report.used,
             "no_topic": report.no_topic, "no_chain": report.no_chain, "depth": depth,
             "mean_f1": report.f1}
-    report.text = learned_text(chains, slots, info)
+    report.text = learned_text(chains, slots, info, exemplars)
     if out is not None and (keep is None or keep(report)):
         from pathlib import Path
 

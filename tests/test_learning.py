@@ -237,3 +237,34 @@ def test_learned_into_the_store_serves_every_later_question(tog, tmp_path, harbo
     r = tog("learn", "--forget", "--store", store_spec)
     assert r.exit_code == 0 and "keeps no learned file now" in r.output
     assert json.loads(tog("ask", question, "--store", store_spec, "--json").output)["answer"] == before["answer"]
+
+
+def test_runs_rated_good_become_worked_examples_for_the_llm(tog, tmp_path, harbour_files, monkeypatch):
+    from llm_server import StandInModel
+
+    kb, _ = harbour_files
+    store = str(tmp_path / "store")
+    tog("load", str(kb), "--store", store, "--format", "tsv")
+    asked = {"who is the skipper of [ship_04]": "good", "which vessels berth at [port_2]": "good",
+             "who is the skipper of [ship_05]": "bad"}
+    for question, rating in asked.items():
+        assert tog("ask", question, "--store", store).exit_code == 0
+        tog("feedback", "last", "--store", store, "--rating", rating)
+    learned = tmp_path / "fb.toml"
+    r = tog("learn", "--from-feedback", "--store", store, "--out", str(learned))
+    assert r.exit_code == 0 and "2 worked examples" in r.output, r.output
+    examples = Descriptions.load(learned).exemplars
+    assert {e.question for e in examples} == {q for q, rating in asked.items() if rating == "good"}
+    assert all(e.paths and (" -> " in e.paths[0] or " <- " in e.paths[0]) for e in examples)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-standin-4711")
+    monkeypatch.setenv("TOG_CACHE_DIR", str(tmp_path / "cache"))
+    with StandInModel(mode="exact") as model:
+        r = tog("ask", "who is the skipper of [ship_30]", "--store", store, "--model", "openai/standin",
+                "--api-base", model.api_base, "--no-cache", "--relation-descriptions", str(learned))
+        assert r.exit_code == 0, r.output
+    answer_prompts = [req["body"]["messages"] for req in model.requests
+                      if "Answer:" in req["body"]["messages"][0]["content"]]
+    assert answer_prompts
+    shown = " ".join(m["content"] for m in answer_prompts[-1])
+    assert "who is the skipper of [ship_04]" in shown  # the nearest rated run, as a worked example
+    assert "which vessels berth at [port_2]" not in shown  # shares no wording with the question
