@@ -20,6 +20,8 @@ def add_search_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--depth", type=int, default=3)
     ap.add_argument("--threshold", type=float, default=0.9)
     ap.add_argument("--record", action="store_true", help="Keep every run in the store (slower).")
+    ap.add_argument("--soft-match", action="store_true",
+                    help="Match question words to relation words by wordllama similarity too.")
     ap.add_argument("--descriptions", type=Path, default=None,
                     help="Relation description file (TOML, see engine/descriptions.py).")
 
@@ -38,8 +40,8 @@ def answerer(kg, args):
         from engine.descriptions import Descriptions
 
         descriptions = Descriptions.load(args.descriptions)
-    pruner = get_pruner(args.pruner, seed=args.seed, descriptions=descriptions)
-    reasoner = get_reasoner("offline", descriptions=descriptions)
+    pruner = get_pruner(args.pruner, seed=args.seed, descriptions=descriptions, soft_match=args.soft_match)
+    reasoner = get_reasoner("offline", descriptions=descriptions, soft_match=args.soft_match)
 
     def answer_one(q):
         r = ask(kg, q.question, pruner, reasoner, config, q.topics, record=args.record, descriptions=descriptions)
@@ -48,7 +50,7 @@ def answerer(kg, args):
                 "kg_seconds": s["kg_seconds"], "seconds": s["seconds"]}
 
     print(f"method {args.method}, pruner {args.pruner}, width {args.width}, depth {args.depth}, "
-          f"threshold {args.threshold}, seed {args.seed}"
+          f"threshold {args.threshold}, seed {args.seed}" + (", soft match" if args.soft_match else "")
           + (f", {descriptions.summary()} from {args.descriptions}" if descriptions else ""))
     return answer_one
 

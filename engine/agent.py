@@ -25,7 +25,7 @@ most D+1. Context-window splits are the one exception, counted.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -260,7 +260,7 @@ class LLMPruner:
         from engine.pruning import HybridPruner
 
         self.client = client
-        self.offline = HybridPruner(descriptions, **options)
+        self.offline = HybridPruner(descriptions, bool(options.pop("soft_match", False)), **options)
 
     def score_relations(self, question: str, choices: Sequence[Choice]) -> list[float]:
         # beam paths that end at the same entity offer the same next steps: each is shown once
@@ -424,25 +424,28 @@ class LLMReasoner:
 class EmbeddingPruner:
     """Cosine similarity between the question and each verbalised candidate,
     by an embedding model through litellm (one call per beam step for the
-    texts the cache does not hold yet)."""
+    texts the cache does not hold yet), or, when none is named, by the local
+    wordllama model (``engine/embeddings.py``: no download, no server)."""
 
     name = "embedding"
     uses_llm = False  # embeddings, not chat calls: outside the call budget
 
     def __init__(self, client: LLMClient | None = None, **_: object) -> None:
-        if client is None or not client.settings.embedding_model:
-            from engine.errors import UnknownComponentError
+        self.embed: Callable[[list[str]], list[list[float]]]
+        if client is not None and client.settings.embedding_model:
+            self.embed = client.embed
+        else:
+            from engine.embeddings import embed, local_model
 
-            raise UnknownComponentError("the embedding pruner needs an embedding model "
-                                        "(--embedding-model or TOG_EMBEDDING_MODEL)")
-        self.client = client
+            local_model()  # a clear error now when wordllama is missing
+            self.embed = embed
 
     def _scores(self, question: str, texts: list[str]) -> list[float]:
         import numpy as np
 
         if not texts:
             return []
-        vectors = np.asarray(self.client.embed([question, *texts]), dtype=float)
+        vectors = np.asarray(self.embed([question, *texts]), dtype=float)
         norms = np.linalg.norm(vectors, axis=1)
         norms[norms == 0] = 1.0
         unit = vectors / norms[:, None]

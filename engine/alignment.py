@@ -37,11 +37,24 @@ from engine.text import STOPWORDS, focus_terms, stem, strip_mentions, terms, wor
 SHARE_WORDS = frozenset({"share", "shares", "shared", "sharing", "same", "also", "together", "fellow"})
 _CO = re.compile(r"\bco-?(?=[a-z]{3,})", re.I)
 KIND_WEIGHT = 0.5
+SOFT_THRESHOLD = 0.5  # word similarity (wordllama) at which a question word counts as a relation's word
 IDLE_WEIGHT = 0.5  # what a relation that explains nothing costs, in question words
 
 
 def _matches(qterm: str, rterm: str) -> bool:
     return qterm == rterm or (len(rterm) >= 4 and len(qterm) > len(rterm) and qterm.endswith(rterm))
+
+
+def _similar(word: str, relation_word: str) -> bool:
+    from engine.embeddings import word_similarity
+
+    return word_similarity(word, relation_word) >= SOFT_THRESHOLD
+
+
+@lru_cache(maxsize=4096)
+def _relation_words(text: str) -> tuple[str, ...]:
+    """The content words of a relation's name as written (for similarity)."""
+    return tuple(w for w in words(text) if len(w) > 1 and w not in STOPWORDS)
 
 
 @lru_cache(maxsize=4096)
@@ -61,11 +74,13 @@ class QuestionModel:
     shares: bool
     topic_at: int
     shared: frozenset[str] = frozenset()
+    soft: bool = False  # also match words by embedding similarity (engine/embeddings.py)
+    surface: tuple[tuple[str, str], ...] = ()  # (stem, word as written) of the content words, for ``soft``
     _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def of(cls, question: str, topic_names: Sequence[str]) -> QuestionModel:
-        return _model(question, tuple(topic_names))
+    def of(cls, question: str, topic_names: Sequence[str], soft: bool = False) -> QuestionModel:
+        return _model(question, tuple(topic_names), soft)
 
     @property
     def terms(self) -> frozenset[str]:
@@ -78,8 +93,16 @@ class QuestionModel:
         found = self._memo.get(key)
         if found is None:
             question_terms = self.terms
-            found = tuple(tuple(sorted(q for q in question_terms if any(_matches(q, r) for r in _relation_terms(n))))
-                          for n in relation.names)
+            if self.soft:
+                written: dict[str, list[str]] = {}
+                for t, w in self.surface:
+                    written.setdefault(t, []).append(w)
+                found = tuple(tuple(sorted(q for q in question_terms if any(
+                    _matches(q, stem(r)) or any(_similar(w, r) for w in written.get(q, [q])) for r in _relation_words(n))))
+                    for n in relation.names)
+            else:
+                found = tuple(tuple(sorted(q for q in question_terms if any(_matches(q, r) for r in _relation_terms(n))))
+                              for n in relation.names)
             self._memo[key] = found
         return found
 
@@ -113,6 +136,11 @@ class QuestionModel:
         if relation.note is not None and relation.note.reaches(relation.direction) is None:
             texts += relation.note.names(relation.direction)  # "nationality", also called "nation"
         return any(_matches(f, r) for f in self.focus for t in texts for r in _relation_terms(t))
+
+    def kind_reached(self, relation: Relation) -> bool:
+        """Does the relation say it ends in the kind asked for?  (``kind_fits``
+        without the benefit of the doubt for a relation that says nothing.)"""
+        return bool(self.focus) and tail_role(relation) is not None and self.kind_fits(relation)
 
     def returns(self, chain: Sequence[Relation]) -> bool:
         """Does the chain go out through the shared relation and straight back?"""
@@ -172,7 +200,7 @@ class QuestionModel:
 
 
 @lru_cache(maxsize=1024)
-def _model(question: str, topic_names: tuple[str, ...]) -> QuestionModel:
+def _model(question: str, topic_names: tuple[str, ...], soft: bool = False) -> QuestionModel:
     body = strip_mentions(question, list(topic_names), placeholder=f" {TOPIC} ")
     # what is shared: the words next to "share"/"same"/"also", or the verb of "co-wrote"
     marked = _CO.sub(" \x01", body).replace("\x01", "share ")
@@ -201,7 +229,8 @@ def _model(question: str, topic_names: tuple[str, ...]) -> QuestionModel:
     focus = focus_terms(body)
     if stem(TOPIC) in focus:  # "what is the <topic>'s wife": the question names no kind
         focus = frozenset()
-    return QuestionModel(occurrences, focus, bool(shared), topic_at, frozenset(shared))
+    surface = tuple((stem(w), w) for w in body_words if len(w) > 1 and w != TOPIC and w not in STOPWORDS) if soft else ()
+    return QuestionModel(occurrences, focus, bool(shared), topic_at, frozenset(shared), soft, surface)
 
 
 def _again(between: list[str]) -> bool:

@@ -97,7 +97,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("api_base", str, None, "Endpoint of the model's server (Ollama, vLLM, any OpenAI-compatible one).",
            envvar="TOG_API_BASE"),
     Option("embedding_model", str, None, "Embedding model for --pruner embedding, through litellm "
-           "(text-embedding-3-small, ollama/nomic-embed-text ...).", envvar="TOG_EMBEDDING_MODEL"),
+           "(text-embedding-3-small, ollama/nomic-embed-text ...) [default: the local wordllama model, no "
+           "download].", envvar="TOG_EMBEDDING_MODEL"),
+    Option("soft_match", bool, False, "The offline scorers also take a question word for a relation's word "
+           "when the local wordllama model finds them similar (husband ~ spouse, kid ~ children).",
+           toggle="soft-match"),
     Option("temperature_explore", float, 0.4, "Temperature of pruning calls.", (0, 2)),
     Option("temperature_reason", float, 0.0, "Temperature of judging and answering calls.", (0, 2)),
     Option("max_tokens", int, 256, "Most tokens per LLM reply.", (1, None)),
@@ -136,6 +140,7 @@ class Settings:
     model: str | None = None
     api_base: str | None = None
     embedding_model: str | None = None
+    soft_match: bool = False
     temperature_explore: float = 0.4
     temperature_reason: float = 0.0
     max_tokens: int = 256
@@ -169,8 +174,6 @@ class Settings:
         for kind, name in (("pruner", self.pruner_name), ("reasoner", self.reasoner_name)):
             if name == "llm" and not self.model:
                 raise SettingsError(f"--{kind} llm needs a model: --model NAME (or TOG_MODEL)")
-        if self.pruner_name == "embedding" and not self.embedding_model:
-            raise SettingsError("--pruner embedding needs --embedding-model NAME (or TOG_EMBEDDING_MODEL)")
         if self.method in BASELINES and not self.model:
             raise SettingsError(f"--method {self.method} asks the LLM alone: --model NAME (or TOG_MODEL)")
 
@@ -211,8 +214,10 @@ class Settings:
         from engine.pruning import get_pruner
         from engine.reasoning import get_reasoner
 
-        return (get_pruner(self.pruner_name, seed=self.seed, client=llm, descriptions=descriptions),
-                get_reasoner(self.reasoner_name, client=llm, method=self.method, descriptions=descriptions))
+        return (get_pruner(self.pruner_name, seed=self.seed, client=llm, descriptions=descriptions,
+                           soft_match=self.soft_match),
+                get_reasoner(self.reasoner_name, client=llm, method=self.method, descriptions=descriptions,
+                             soft_match=self.soft_match))
 
     def open(self, concurrency: int = 1) -> Engine:
         """The parts that answer questions (close it, or use it as a context
@@ -237,6 +242,8 @@ class Settings:
                 extra = {"relation_descriptions": str(self.relation_descriptions)}
             if llm is not None:
                 extra["llm"] = llm.describe()
+            if self.soft_match:
+                extra["soft_match"] = True
             pruner, reasoner = self.parts(llm, descriptions)
             return Engine(self, self.search_config(), pruner, reasoner, llm, descriptions, extra)
         except BaseException:

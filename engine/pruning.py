@@ -155,9 +155,11 @@ class HybridPruner:
     BM25_WEIGHT = 0.2
     LEARNED_WEIGHT = 0.8
 
-    def __init__(self, descriptions: Descriptions | None = None, **options: object) -> None:
+    def __init__(self, descriptions: Descriptions | None = None, soft_match: bool = False,
+                 **options: object) -> None:
         self.bm25 = BM25Pruner(**options)
         self.learned = descriptions.model if descriptions is not None else None
+        self.soft = soft_match
 
     def _scores(self, question: str, choices: Sequence[Choice]) -> list[float]:
         from engine.alignment import QuestionModel
@@ -165,7 +167,7 @@ class HybridPruner:
         if not choices:
             return []
         names = sorted({c.path.topic.name for c in choices})
-        model = QuestionModel.of(question, names)
+        model = QuestionModel.of(question, names, self.soft)
         lexical = self.bm25._scores(question, [c.text for c in choices])
         scores = [(1 - self.BM25_WEIGHT) * model.score(c.chain) + self.BM25_WEIGHT * b
                   for c, b in zip(choices, lexical)]

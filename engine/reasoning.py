@@ -73,8 +73,9 @@ class OfflineReasoner:
     uses_llm = False
     LEARNED_FLOOR = 0.05  # below this mass of learned chains on the kept paths, judge without them
 
-    def __init__(self, descriptions: Descriptions | None = None, **_: object) -> None:
+    def __init__(self, descriptions: Descriptions | None = None, soft_match: bool = False, **_: object) -> None:
         self.learned = descriptions.model if descriptions is not None else None
+        self.soft = soft_match
 
     def _view(self, question: str, topics: Sequence[Node]):
         if self.learned is None:
@@ -96,15 +97,26 @@ class OfflineReasoner:
             longer = max(view.longer(k, remaining) for k in keys)
             if whole + longer >= self.LEARNED_FLOOR:
                 return round(whole / (whole + longer), 6)
-        model = QuestionModel.of(question, [t.name for t in topics])
+        model = QuestionModel.of(question, [t.name for t in topics], self.soft)
         memo: dict[tuple, float] = {}
         now = max(model.utility(p.relations()) for p in paths)
         if now >= model.size:
             return 1.0  # nothing left to explain (a utility never exceeds the size): no need to look ahead
+        first: dict[str, list[Relation]] = {p.id: list(next_relations.get(p.id, ())) for p in paths}
+        if schema is not None and model.focus and not any(p.hops and model.kind_reached(p.relations()[-1])
+                                                          for p in paths):
+            # the kind asked for is not reached yet, and the kept tails may
+            # lack the relation to it that others of their kind have (films
+            # without a language): the schema says what usually follows
+            lasts = list(dict.fromkeys(p.relations()[-1] for p in paths if p.hops))
+            after = schema(lasts)
+            for p in paths:
+                if p.hops:
+                    first[p.id] += [r for r in after.get(p.relations()[-1], ()) if r not in first[p.id]]
         follows: dict[Relation, Sequence[Relation]] = {}
         if schema is not None and remaining > 1:
             # what each step of the look-ahead may take next, a whole step at a time
-            level = list(dict.fromkeys(r for p in paths for r in list(next_relations.get(p.id, ()))[:MAX_OUTLOOK]))
+            level = list(dict.fromkeys(r for p in paths for r in first[p.id][:MAX_OUTLOOK]))
             for _ in range(remaining - 1):
                 new = [r for r in level if r not in follows]
                 if not new:
@@ -125,7 +137,7 @@ class OfflineReasoner:
                 memo[key] = best
             return memo[key]
 
-        later = max(outlook(tuple(p.relations()), next_relations.get(p.id, ()), remaining) for p in paths)
+        later = max(outlook(tuple(p.relations()), first[p.id], remaining) for p in paths)
         gain = later - now
         if gain <= 0 or model.size <= 0:
             return 1.0
@@ -147,7 +159,7 @@ class OfflineReasoner:
                 firsts.setdefault(p.tail.id, p)
             return Answer([p.tail.name for p in firsts.values()], list(firsts), [p.id for p in both], True,
                           "reached from every topic of the question")
-        model = QuestionModel.of(question, [t.name for t in topics])
+        model = QuestionModel.of(question, [t.name for t in topics], self.soft)
         fitting = [p for p in pool if model.kind_fits(p.relations()[-1] if p.hops else None)] or pool
         best = max(fitting, key=lambda p: p.score)
         view = self._view(question, topics)

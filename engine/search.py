@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -208,8 +208,9 @@ def search(
         else:
             for q in new:
                 q.score = q.relation_score
-        if descriptions is not None and descriptions.model is not None and depth < config.depth:
-            _favour_continuable(kg, question, topics, new, descriptions, config.width)
+        listed: dict[str, list[Relation]] = {}
+        if not pruner.uses_llm and depth < config.depth:
+            listed = _favour_continuable(kg, question, topics, new, descriptions, config.width)
         ranked = sorted(new, key=lambda q: (-q.score, rng.random()))
         beam = _keep(ranked, config.width, groups)
         kept = {q.id for q in beam}
@@ -222,7 +223,7 @@ def search(
             candidates = meeting + [q for q in ranked if q.id not in {m.id for m in meeting}]
         # 4. judge: are the kept paths enough?  (After the last depth the
         # search stops anyway: no relations to list for a judge's look-ahead.)
-        around = _Around(kg, beam, descriptions) if depth < config.depth else {}
+        around = _Around(kg, beam, descriptions, listed) if depth < config.depth else {}
         plan.before(depth, "judge")
         judged = beam + [m for m in meeting if m.id not in kept]
         reward = reasoner.judge(question, topics, judged, around, config.depth - depth, schema)
@@ -244,40 +245,56 @@ def search(
     return SearchResult(answer, beam if reached else [], supporting, reached, rewards, stats)
 
 
-CONTINUE_BONUS = 0.05  # for a path whose tail has the step the likeliest learned chain takes next
+CONTINUE_BONUS = 0.05  # for a path whose tail has the step the question needs next
 CONTINUE_LOOKED_AT = 10  # candidates per kept place whose tails are looked at for it
 
 
 def _favour_continuable(kg: KnowledgeGraph, question: str, topics: Sequence[Node], new: Sequence[Path],
-                        descriptions: Descriptions, width: int) -> None:
-    """With learned chains: among the best candidates, those whose tail has
-    the relation that the likeliest learned chain through them takes next
-    score a little more, so that the beam does not keep films with no
-    language when the question asks for languages (one batched, bounded
-    relation listing of at most ``CONTINUE_LOOKED_AT * width`` tails)."""
-    from engine.learning import relation_keys, step_key
+                        descriptions: Descriptions | None, width: int) -> dict[str, list[Relation]]:
+    """Among the best candidates, those whose tail has the relation the
+    question needs next score a little more, so that the beam does not keep
+    films without a language when the question asks for languages: with
+    learned chains, the step the likeliest learned chain through the path
+    takes next; else, while the kind of thing asked for ("which languages")
+    is not reached, a relation that ends in that kind.  One batched,
+    bounded relation listing of at most ``CONTINUE_LOOKED_AT * width`` tails,
+    returned so that the next depth does not list the kept ones again."""
+    from engine.learning import relation_keys
 
-    model = descriptions.model
-    if model is None:
-        return
-    view = model.view(question, [t.name for t in topics])
-    if not view:
-        return
-    wanted: dict[str, str] = {}
     top = sorted(new, key=lambda q: -q.score)[: CONTINUE_LOOKED_AT * width]
-    for q in top:
-        keys = relation_keys(q.relations())
-        nxt = max(((p, c[len(keys)]) for c, p in view.probs.items() if len(c) > len(keys) and c[:len(keys)] == keys),
-                  default=None)
-        if nxt is not None and nxt[0] > view.whole(keys):
-            wanted[q.id] = nxt[1]
+    wanted: dict[str, Callable[[Relation], bool]] = {}
+    view = descriptions.model.view(question, [t.name for t in topics]) \
+        if descriptions is not None and descriptions.model is not None else None
+    if view:
+        for q in top:
+            keys = relation_keys(q.relations())
+            nxt = max(((p, c[len(keys)]) for c, p in view.probs.items()
+                       if len(c) > len(keys) and c[:len(keys)] == keys), default=None)
+            if nxt is not None and nxt[0] > view.whole(keys):
+                wanted[q.id] = _is_step(nxt[1])
+    else:
+        from engine.alignment import QuestionModel
+
+        model = QuestionModel.of(question, [t.name for t in topics])
+        if not model.focus:
+            return {}
+        for q in top:
+            if q.hops and not model.kind_reached(q.relations()[-1]):
+                wanted[q.id] = model.kind_reached
     tails = list(dict.fromkeys(q.tail.id for q in top if q.id in wanted and not q.tail.literal))
     if not tails:
-        return
+        return {}
     around = kg.relations(tails)
     for q in top:
-        if q.id in wanted and any(step_key((r.id, r.direction)) == wanted[q.id] for r in around.get(q.tail.id, ())):
+        if q.id in wanted and any(wanted[q.id](r) for r in around.get(q.tail.id, ())):
             q.score = min(1.0, q.score + CONTINUE_BONUS)
+    return around
+
+
+def _is_step(key: str) -> Callable[[Relation], bool]:
+    from engine.learning import step_key
+
+    return lambda r: step_key((r.id, r.direction)) == key
 
 
 def topic_groups(topics: Sequence[Node]) -> dict[str, int]:
@@ -329,10 +346,11 @@ def _relation_text(p: Path, rel: Relation) -> str:
 
 
 class _Around(Mapping):
-    """``_relations_of`` the beam, listed on first use."""
+    """``_relations_of`` the beam, listed on first use (``known``: tails listed already)."""
 
-    def __init__(self, kg: KnowledgeGraph, beam: Sequence[Path], descriptions: Descriptions | None) -> None:
-        self._args = (kg, beam, descriptions)
+    def __init__(self, kg: KnowledgeGraph, beam: Sequence[Path], descriptions: Descriptions | None,
+                 known: Mapping[str, list[Relation]] | None = None) -> None:
+        self._args = (kg, beam, descriptions, known)
         self._found: dict[str, list[Relation]] | None = None
 
     def _listed(self) -> dict[str, list[Relation]]:
@@ -350,12 +368,14 @@ class _Around(Mapping):
         return len(self._listed())
 
 
-def _relations_of(kg: KnowledgeGraph, beam: Sequence[Path],
-                  descriptions: Descriptions | None = None) -> dict[str, list[Relation]]:
+def _relations_of(kg: KnowledgeGraph, beam: Sequence[Path], descriptions: Descriptions | None = None,
+                  known: Mapping[str, list[Relation]] | None = None) -> dict[str, list[Relation]]:
     tails = list(dict.fromkeys(p.tail.id for p in beam if not p.tail.literal))
     if not tails:
         return {}
-    rels = kg.relations(tails)
+    known = known or {}
+    missing = [t for t in tails if t not in known]
+    rels = {**{t: known[t] for t in tails if t in known}, **(kg.relations(missing) if missing else {})}
     if descriptions is not None:
         rels = {e: descriptions.describe_all(found) for e, found in rels.items()}
     return {p.id: rels.get(p.tail.id, []) for p in beam if not p.tail.literal}

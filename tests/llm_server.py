@@ -59,23 +59,10 @@ def relational(word: str) -> bool:
 COVERED = 0.27   # similarity at which a relation accounts for a question word
 
 
-@lru_cache(maxsize=1)
 def _wordllama():
-    import logging
+    from engine.embeddings import local_model  # the weights inside the wheel, no download
 
-    root = logging.getLogger()
-    level, handlers = root.level, list(root.handlers)
-    import wordllama
-    from wordllama import WordLlama
-
-    # its import configures the root logger at INFO: put it back, other libraries' chatter would mix in
-    root.setLevel(level)
-    for h in root.handlers[:]:
-        if h not in handlers:
-            root.removeHandler(h)
-
-    # the weights and tokenizer ship inside the wheel: point the loader there, no download
-    return WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
+    return local_model()
 
 
 @lru_cache(maxsize=200_000)

@@ -268,3 +268,29 @@ def test_runs_rated_good_become_worked_examples_for_the_llm(tog, tmp_path, harbo
     shown = " ".join(m["content"] for m in answer_prompts[-1])
     assert "who is the skipper of [ship_04]" in shown  # the nearest rated run, as a worked example
     assert "which vessels berth at [port_2]" not in shown  # shares no wording with the question
+
+
+# -- the local embedding model -----------------------------------------------------------
+
+FAMILY = ("ann_example\tspouse\tbob_example\nann_example\tsibling\tcarl_example\nann_example\tnationality\tnorway\n"
+          "bob_example\tnationality\tsweden\ncarl_example\tnationality\ticeland\nann_example\tcolleague\tdora_example\n"
+          "dora_example\tnationality\tdenmark\n")
+
+
+def test_soft_match_and_the_local_embedding_pruner_need_no_server(tog, tmp_path):
+    src = tmp_path / "family.tsv"
+    src.write_text(FAMILY, encoding="utf-8")
+    store = str(tmp_path / "store")
+    tog("load", str(src), "--store", store, "--format", "tsv")
+    question = "what is the nation of [ann_example] 's husband ?"  # no relation is called nation or husband
+
+    def answer(*extra):
+        r = tog("ask", question, "--store", store, "--json", *extra)
+        assert r.exit_code == 0, r.output
+        return json.loads(r.output)["answer"]
+
+    assert answer() != ["sweden"]
+    assert answer("--soft-match") == ["sweden"]  # husband ~ spouse, nation ~ nationality
+    assert tog("ask", question, "--store", store, "--pruner", "embedding").exit_code == 0
+    run = json.loads(tog("runs", "show", "last", "--store", store, "--json").output)
+    assert run["run"]["config"]["pruner"] == "embedding"
