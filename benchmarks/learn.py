@@ -63,10 +63,11 @@ def metaqa(args) -> None:
 
 
 def pathquestion(args) -> None:
+    from pathquestion import read
+
     from engine.learning import learn, split
     from engine.store import open_store
     from loaders.load import load_file
-    from pathquestion import read
 
     data = args.data / "pathquestion"
     if not (data / "PQ-2H.txt").exists():

@@ -693,9 +693,9 @@ def _print_summary(s: dict) -> None:
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @_fail_cleanly
 def learn(file, store, out, into_store, forget, types, limit, depth, progress, from_feedback) -> None:
-    """Learn from the questions and answers of FILE (any format `tog eval`
-    reads; no gold paths needed) and/or the store's rated runs which
-    wordings ask for which relation chains."""
+    """Learn which question wordings ask for which relation chains, from the
+    questions and answers of FILE (any format `tog eval` reads; no gold paths
+    needed) and/or the store's rated runs."""
     from engine.evaluate import read_questions
     from engine.learning import exemplars_from_runs, feedback_questions, fingerprint, learn as learn_from
 

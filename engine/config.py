@@ -100,7 +100,7 @@ OPTIONS: tuple[Option, ...] = (
            "(text-embedding-3-small, ollama/nomic-embed-text ...) [default: the local wordllama model, no "
            "download].", envvar="TOG_EMBEDDING_MODEL"),
     Option("soft_match", bool, False, "The offline scorers also take a question word for a relation's word "
-           "when the local wordllama model finds them similar (husband ~ spouse, kid ~ children).",
+           "when the local wordllama model finds them similar (writer ~ author, painter ~ artist).",
            toggle="soft-match"),
     Option("temperature_explore", float, 0.4, "Temperature of pruning calls.", (0, 2)),
     Option("temperature_reason", float, 0.0, "Temperature of judging and answering calls.", (0, 2)),

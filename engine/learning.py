@@ -34,7 +34,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from engine.graph import Candidate, KnowledgeGraph, Node, Relation, is_literal, local_name, name_key
+from engine.graph import (
+    Candidate,
+    KnowledgeGraph,
+    Node,
+    Relation,
+    is_literal,
+    local_name,
+    name_key,
+)
 from engine.text import STOPWORDS, stem, strip_mentions, words
 
 Step = tuple[str, str]  # (relation IRI, "out" | "in")
@@ -53,7 +61,7 @@ _PLACEHOLDER = "togtopicmention"
 # -- steps and chains as text ------------------------------------------------------------
 
 def step_key(step: Step) -> str:
-    """``directed_by`` for an out edge, ``^directed_by`` read backwards (SPARQL's inverse path)."""
+    """``author`` for an out edge, ``^author`` read backwards (SPARQL's inverse path)."""
     rel, direction = step
     return ("^" if direction == "in" else "") + local_name(rel)
 
@@ -97,7 +105,7 @@ def pattern(question: str, topic_names: Sequence[str]) -> str:
 
 @dataclass
 class LearnedChain:
-    steps: tuple[str, ...]          # step keys, e.g. ("^directed_by", "in_language")
+    steps: tuple[str, ...]          # step keys, e.g. ("^author", "publisher")
     bias: float = 0.0
     weights: dict[str, float] = field(default_factory=dict)
     questions: float = 0.0          # training questions it labelled (a tie counts as a share)
@@ -385,9 +393,9 @@ def train(examples: Sequence[Example], epochs: int = 80, l2: float = 1e-4,
           progress: Callable[[int], None] | None = None) -> tuple[list[LearnedChain], dict[str, dict[str, float]]]:
     """Learned chains and step-slot weights from ``examples``.
 
-    A question whose answers several chains reach equally well (a director
-    who also wrote the film; "X's kid's parent's children" are X's own
-    children) first counts a share for each; after one fit every such
+    A question whose answers several chains reach equally well (an author
+    who also illustrated the book; a round trip that ends where a shorter
+    chain does) first counts a share for each; after one fit every such
     question is given the one chain the model finds likeliest for its
     wording (hard EM), and the model is fitted again: spurious chains that
     only happen to reach the answers lose to the chain the wording asks for
@@ -587,8 +595,8 @@ def learned_text(chains: Sequence[LearnedChain], slots: dict[str, dict[str, floa
     lines = ["# Learned by `tog learn`: which question wordings ask for which relation chains.",
              "# Chains read step by step; ^name is the relation read backwards. Weights are per word",
              "# feature of a question (stems, pairs and triples; @ is the topic). A chain's score is its",
-             "# bias and weights plus those of its [steps]: \"2:^parents\" is ^parents as the second step,",
-             "# \"last:gender\" gender as the last. Edit freely.", "",
+             "# bias and weights plus those of its [steps]: \"2:^author\" is ^author as the second step,",
+             "# \"last:publisher\" publisher as the last. Edit freely.", "",
              "[learned]"]
     for k, v in info.items():
         lines.append(f"{_toml_key(k)} = {json.dumps(v, ensure_ascii=False)}")

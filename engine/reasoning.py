@@ -106,8 +106,8 @@ class OfflineReasoner:
         if schema is not None and model.focus and not any(p.hops and model.kind_reached(p.relations()[-1])
                                                           for p in paths):
             # the kind asked for is not reached yet, and the kept tails may
-            # lack the relation to it that others of their kind have (films
-            # without a language): the schema says what usually follows
+            # lack the relation to it that others of their kind have (books
+            # without a publisher): the schema says what usually follows
             lasts = list(dict.fromkeys(p.relations()[-1] for p in paths if p.hops))
             after = schema(lasts)
             for p in paths:

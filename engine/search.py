@@ -160,6 +160,7 @@ def search(
     candidates: list[Path] = []
     rewards: list[float] = []
     reached = 0
+    meeting: list[Path] = []
     around: Mapping[str, list[Relation]] = _relations_of(kg, beam, descriptions)
     schema: Schema | None = kg.schema.after if kg.schema is not None else None
     if schema is not None and descriptions is not None:
@@ -232,7 +233,9 @@ def search(
             break
 
     plan.before(config.depth, "answer")
-    answer = reasoner.answer(question, topics, beam if reached else [], candidates)
+    # the answer sees the kept paths and, for several topics, the paths where they meet
+    shown = beam + [m for m in meeting if m.id not in {q.id for q in beam}] if reached else []
+    answer = reasoner.answer(question, topics, shown, candidates)
     supporting = [everything[i] for i in answer.path_ids if i in everything]
     stats = {
         "depth": reached,
@@ -253,9 +256,9 @@ def _favour_continuable(kg: KnowledgeGraph, question: str, topics: Sequence[Node
                         descriptions: Descriptions | None, width: int) -> dict[str, list[Relation]]:
     """Among the best candidates, those whose tail has the relation the
     question needs next score a little more, so that the beam does not keep
-    films without a language when the question asks for languages: with
+    books without a publisher when the question asks for publishers: with
     learned chains, the step the likeliest learned chain through the path
-    takes next; else, while the kind of thing asked for ("which languages")
+    takes next; else, while the kind of thing asked for ("which publisher")
     is not reached, a relation that ends in that kind.  One batched,
     bounded relation listing of at most ``CONTINUE_LOOKED_AT * width`` tails,
     returned so that the next depth does not list the kept ones again."""

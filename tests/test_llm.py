@@ -342,8 +342,10 @@ def test_the_embedding_pruner_ranks_by_similarity_through_litellm(tog, metaqa_sa
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["answer"] == ["Robert Redford"] and data["stats"]["llm_calls"] >= 1
-    missing = tog("ask", "who directed [Quiz Show]", "--store", metaqa_sample, "--pruner", "embedding")
-    assert missing.exit_code == 2 and "--embedding-model" in missing.output
+    calls = model.calls
+    local = tog("ask", "who directed [Quiz Show]", "--store", metaqa_sample, "--pruner", "embedding", "--json")
+    assert local.exit_code == 0, local.output  # no --embedding-model: the local wordllama model, no server
+    assert model.calls == calls and "llm_calls" not in json.loads(local.output)["stats"]
 
 
 def test_an_evaluation_stops_on_a_refused_model_and_resumes_later(tog, metaqa_sample, model, tmp_path):
