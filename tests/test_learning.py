@@ -330,14 +330,15 @@ def test_the_llm_sees_the_paths_of_every_topic(tog, tmp_path, monkeypatch):
 def test_without_wordllama_the_local_model_is_one_clear_line(tog, tmp_path, monkeypatch):
     import sys
 
+    from engine.alignment import _model
     from engine.embeddings import local_model, word_similarity
 
     src = tmp_path / "books.tsv"
     src.write_text(BOOKS, encoding="utf-8")
     store = str(tmp_path / "store")
     tog("load", str(src), "--store", store, "--format", "tsv")
-    local_model.cache_clear()
-    word_similarity.cache_clear()
+    for cached in (local_model, word_similarity, _model):  # as in a new process
+        cached.cache_clear()
     monkeypatch.setitem(sys.modules, "wordllama", None)  # as if it were not installed
     try:
         for extra in (("--pruner", "embedding"), ("--soft-match",)):
