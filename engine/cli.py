@@ -697,7 +697,9 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
     questions and answers of FILE (any format `tog eval` reads; no gold paths
     needed) and/or the store's rated runs."""
     from engine.evaluate import read_questions
-    from engine.learning import exemplars_from_runs, feedback_questions, fingerprint, learn as learn_from
+    from engine.learning import exemplars_from_runs, fingerprint
+    from engine.learning import from_feedback as from_feedback_of
+    from engine.learning import learn as learn_from
 
     if forget:
         if file is not None or out is not None or into_store or from_feedback:
@@ -723,20 +725,22 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
     if progress is None:
         progress = sys.stderr.isatty()
     with _open(store) as s:
-        exemplars = []
+        exemplars, avoid = [], []
         if from_feedback:
-            rated, counts = feedback_questions(s.need_runs())
+            fed = from_feedback_of(s)
             exemplars = exemplars_from_runs(s.kg, s.need_runs())
-            questions += rated
-            sources.append(f"{len(rated)} rated runs")
-            echo(f"from feedback: {counts['good']} runs rated good, {counts['named']} with a named answer"
-                 + (f"; {counts['bad']} rated bad without a named answer skipped (nothing says what is right)"
-                    if counts["bad"] else "") + f"; {len(exemplars)} worked examples for the LLM's answer prompt")
+            questions += fed.questions
+            avoid = fed.avoid
+            n = fed.counts
+            sources.append(f"{len(fed.questions)} rated runs and corrections, {len(avoid)} runs rated bad")
+            echo(f"from feedback: {n['good']} runs rated good, {n['named']} with a named answer, {n['bad']} rated "
+                 f"bad without one ({len(avoid)} with a chain to avoid), {n['corrected']} corrections made for "
+                 f"a run; {len(exemplars)} worked examples for the LLM's answer prompt")
         if not questions:
-            raise click.ClickException("nothing to learn from: no rated runs in the store")
+            raise click.ClickException("nothing to learn from: no rated runs with an answer in the store")
         runs = s.need_runs() if into_store else None
         report = learn_from(s.kg, questions, out, depth=depth, progress=progress, source="; ".join(sources),
-                            keep=lambda r: r.used > 0, exemplars=exemplars)
+                            keep=lambda r: r.used > 0, exemplars=exemplars, avoid=avoid)
         if runs is not None and report.used:
             runs.keep_learned(report.text)
     skipped = [f"{n} without a topic entity in the store" for n in [report.no_topic] if n]

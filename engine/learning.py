@@ -53,7 +53,8 @@ EXPAND_LIMIT = 100     # neighbours read per (entity, relation) while finding ch
 FRONTIER = 12          # entities followed further per chain prefix
 REQUESTS_PER_STEP = 4000  # (entity, relation) pairs expanded per depth and question, at most
 MIN_F1 = 0.1           # a chain must explain the answers at least this well to teach anything
-MIN_FEATURE_COUNT = 2  # word features seen in fewer training questions are dropped
+MIN_FEATURE_COUNT = 2  # word features seen in fewer training questions are dropped ...
+SMALL_SET = 100        # ... unless there are fewer questions than this
 TOPIC_TOKEN = "@"
 _PLACEHOLDER = "togtopicmention"
 
@@ -304,8 +305,9 @@ def _thin(items: list, n: int) -> list:
 @dataclass
 class Example:
     features: tuple[str, ...]
-    labels: dict[Chain, float]
+    labels: dict[Chain, float]  # chains the wording asks for (a tie: several)
     pattern: str
+    avoid: dict[Chain, float] = field(default_factory=dict)  # chains it does not ask for (a run rated bad)
 
 
 def _slots(chain: Sequence[str]) -> list[str]:
@@ -334,16 +336,21 @@ class _Fit:
         for j, c in enumerate(chains):
             for s in _slots(c):
                 self.A[sindex[s], j] += 1.0
-        self.Y = np.zeros((G, C))
+        self.Y = np.zeros((G, C))  # what each wording asks for
+        self.N = np.zeros((G, C))  # what it was rated bad for
         rows: list[int] = []
         cols: list[int] = []
         for g, (feats, labels) in enumerate(groups):
             for ci, w in labels.items():
-                self.Y[g, ci] = w
+                if w >= 0:
+                    self.Y[g, ci] = w
+                else:
+                    self.N[g, ci] = -w
             rows.extend([g] * len(feats))
             cols.extend(feats)
         self.weight = self.Y.sum(axis=1, keepdims=True)
-        self.total = float(self.weight.sum())
+        self.total = float(self.weight.sum() + self.N.sum())
+        self.negatives = bool(self.N.any())
         self.f = np.asarray(cols, dtype=np.int64)          # ordered by group (every group has a feature)
         self.group_starts = np.flatnonzero(np.r_[True, np.diff(np.asarray(rows)) != 0])
         order = np.argsort(self.f, kind="stable")
@@ -356,6 +363,7 @@ class _Fit:
         self.b = np.zeros(C, dtype=np.float32)
         self.A = self.A.astype(np.float32)
         self.Y = self.Y.astype(np.float32)
+        self.N = self.N.astype(np.float32)
         self.weight = self.weight.astype(np.float32)
 
     def probabilities(self):
@@ -373,7 +381,11 @@ class _Fit:
         moments = [(np.zeros_like(p), np.zeros_like(p)) for p in params]
         lr, beta1, beta2, eps = 0.1, 0.9, 0.999, 1e-7
         for t in range(1, epochs + 1):
-            D = (self.probabilities() * self.weight - self.Y) / self.total
+            P = self.probabilities()
+            D = (P * self.weight - self.Y) / self.total
+            if self.negatives:  # -log(1 - p) for a chain rated bad: its gradient by the logits
+                Q = self.N * P / np.maximum(1 - P, 1e-6)
+                D += (Q - P * Q.sum(axis=1, keepdims=True)) / self.total
             gW = np.zeros_like(self.W)
             gW[self.f_ids] = np.add.reduceat(D[self.rows_by_f], self.f_starts, axis=0)
             gT = np.zeros_like(self.T)
@@ -403,20 +415,26 @@ def train(examples: Sequence[Example], epochs: int = 80, l2: float = 1e-4,
     if not examples:
         return [], {}
     counts = Counter(f for e in examples for f in set(e.features))
-    vocab = ["<all>"] + sorted(f for f, n in counts.items() if n >= MIN_FEATURE_COUNT)
+    least = MIN_FEATURE_COUNT if len(examples) >= SMALL_SET else 1  # a few rated runs: every word counts
+    vocab = ["<all>"] + sorted(f for f, n in counts.items() if n >= least)
     index = {f: i for i, f in enumerate(vocab)}
     chains = sorted({chain_key(c) for e in examples for c in e.labels})
+    if not chains:
+        return [], {}
     cindex = {c: i for i, c in enumerate(chains)}
     keyed = [(tuple(sorted({0} | {index[f] for f in e.features if f in index})),
               {cindex[chain_key(c)]: w for c, w in e.labels.items()}) for e in examples]
+    avoid = [{cindex[chain_key(c)]: w for c, w in e.avoid.items() if chain_key(c) in cindex} for e in examples]
 
     def grouped(labels_of: list[dict[int, float]]) -> list[tuple[tuple[int, ...], dict[int, float]]]:
         groups: dict[tuple[int, ...], dict[int, float]] = {}
-        for (feats, _), labels in zip(keyed, labels_of):
+        for (feats, _), labels, bad in zip(keyed, labels_of, avoid):
             into = groups.setdefault(feats, defaultdict(float))
             share = sum(labels.values())
             for c, w in labels.items():
                 into[c] += w / share
+            for c, w in bad.items():
+                into[c] -= w  # a negative weight: a chain the wording was rated bad for
         return [(k, dict(groups[k])) for k in sorted(groups)]
 
     soft = [labels for _, labels in keyed]
@@ -425,15 +443,15 @@ def train(examples: Sequence[Example], epochs: int = 80, l2: float = 1e-4,
     if any(len(labels) > 1 for labels in soft):
         P = fit.probabilities()
         row = {k: g for g, (k, _) in enumerate(grouped(soft))}
-        hard = []
+        hard: list[dict[int, float]] = []
         for feats, labels in keyed:
             probs = P[row[feats]]
-            best = max(labels, key=lambda c: (probs[c], -c))
-            hard.append({best: 1.0})
+            hard.append({max(labels, key=lambda c: (probs[c], -c)): 1.0} if labels else {})
         used = sorted({c for labels in hard for c in labels})
         remap = {c: i for i, c in enumerate(used)}
         chains = [chains[c] for c in used]
         keyed = [(feats, {remap[c]: w for c, w in labels.items()}) for (feats, _), labels in zip(keyed, hard)]
+        avoid = [{remap[c]: w for c, w in bad.items() if c in remap} for bad in avoid]
         fit = _Fit(grouped([labels for _, labels in keyed]), len(vocab), chains)
         fit.run(epochs, l2, (lambda t: progress(epochs // 2 + t)) if progress is not None else None)
     np = fit.np
@@ -754,34 +772,83 @@ def read_exemplars(entries: object, where: str) -> list[Exemplar]:
     return out
 
 
-def feedback_questions(runs) -> tuple[list, dict[str, int]]:
-    """Question–answer pairs from rated runs (``engine.store.RunLog``): the
-    latest rating of each run decides; a named right answer
-    (``tog feedback --answer``) wins, else a good run's own answer; a bad
-    run without a named answer teaches nothing and is counted."""
+@dataclass
+class Feedback:
+    """What the outer loop teaches: question–answer pairs (their chains are
+    still to be found), chains that rated-bad runs took, and counts."""
+
+    questions: list = field(default_factory=list)
+    avoid: list[Example] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: {"good": 0, "named": 0, "bad": 0, "corrected": 0})
+
+
+def from_feedback(store) -> Feedback:
+    """The store's rated runs and the corrections made for runs.
+
+    The latest rating of a run decides: a named right answer (``tog
+    feedback --answer``) is a pair to learn from, else a good run's own
+    answer; a run rated bad without a named answer teaches that its wording
+    does not ask for the chain its answer came by.  An active correction
+    made for a run (``tog correct --run``) that added facts makes a pair of
+    the run's question and what the facts added (the end that is not a
+    topic of the run)."""
     from engine.evaluate import Question
 
-    out, counts = [], {"good": 0, "named": 0, "bad": 0}
+    runs = store.need_runs()
+    out = Feedback()
+    trees = {}
     for header in runs.list():
         if header.status != "done":
             continue
         tree = runs.get(header.id)  # the header of a list may leave the ratings out
+        trees[header.id] = tree
         info = tree.info
         if not info.feedback:
             continue
         last = info.feedback[-1]
+        topics = [p.entity for p in tree.paths if p.depth == 0]
         answers = list(last.get("answers") or [])
         if answers:
-            counts["named"] += 1
+            out.counts["named"] += 1
         elif last.get("rating") == "good" and info.answer:
-            counts["good"] += 1
+            out.counts["good"] += 1
             answers = list(info.answer)
         else:
-            counts["bad"] += 1
+            out.counts["bad"] += 1
+            chains = _chains_cited(tree)
+            if chains:
+                names = [p.name for p in tree.paths if p.depth == 0]
+                out.avoid.append(Example(features(info.question, names), {}, pattern(info.question, names),
+                                         {c: 1.0 for c in chains}))
             continue
-        topics = [p.entity for p in tree.paths if p.depth == 0]
-        out.append(Question(f"run-{info.id}", info.question, answers, topics))
-    return out, counts
+        out.questions.append(Question(f"run-{info.id}", info.question, answers, topics))
+    if store.corrections is not None:
+        for c in store.corrections.list():
+            tree = trees.get(c.run) if c.run else None
+            if tree is None or c.status != "active" or not c.added:
+                continue
+            roots = {p.entity for p in tree.paths if p.depth == 0}
+            ends = [o if subject in roots or o not in roots else subject for subject, _, o in c.added]
+            names = [n for n in store.kg.labels(ends).values() if n]
+            if names:
+                out.counts["corrected"] += 1
+                out.questions.append(Question(f"correction-{c.id}", tree.info.question, names, sorted(roots)))
+    return out
+
+
+def _chains_cited(tree) -> list[Chain]:
+    """The relation chains of the paths a run's answer cited."""
+    by_id = {p.id: p for p in tree.paths}
+    found: dict[Chain, None] = {}
+    for pid in tree.info.stats.get("answer_paths", []):
+        steps: list[Step] = []
+        node = by_id.get(pid)
+        while node is not None and node.parent is not None and node.relation:
+            steps[:0] = [(node.relation, node.direction or "out"), *((v, "out") for v in node.via)]
+            node = by_id.get(node.parent)
+        if steps:
+            found[tuple(steps)] = None
+    return list(found)
 
 
 def split(items: Sequence, share: float, seed: int) -> tuple[list, list]:
@@ -793,10 +860,12 @@ def split(items: Sequence, share: float, seed: int) -> tuple[list, list]:
 
 def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: str = "",
           progress: bool | None = None, epochs: int = 80,
-          keep: Callable[[LearnReport], bool] | None = None, exemplars: Sequence[Exemplar] = ()) -> LearnReport:
+          keep: Callable[[LearnReport], bool] | None = None, exemplars: Sequence[Exemplar] = (),
+          avoid: Sequence[Example] = ()) -> LearnReport:
     """Find the chains behind ``questions``' answers, train, and write the
     learned file to ``out`` when given (unless ``keep`` says the report is
-    not worth a file); the text is also ``report.text``.
+    not worth a file); the text is also ``report.text``.  ``avoid``:
+    examples of chains wordings do not ask for (``from_feedback``).
 
     Deterministic for a given store and question list."""
     import time
@@ -814,7 +883,7 @@ def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: 
     finally:
         if bar is not None:
             bar.close()
-    chains, slots = train(examples, epochs=epochs)
+    chains, slots = train([*examples, *avoid], epochs=epochs)
     report.chains = len(chains)
     report.seconds = round(time.perf_counter() - started, 3)
     info = {"version": FORMAT_VERSION, "source": source, "questions": report.questions, "used": report.used,

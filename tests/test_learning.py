@@ -222,7 +222,7 @@ def test_learning_from_rated_runs(tog, tmp_path, harbour_files):
     learned = tmp_path / "fb.toml"
     r = tog("learn", "--from-feedback", "--store", store, "--out", str(learned))
     assert r.exit_code == 0, r.output
-    assert "6 with a named answer" in r.output and "1 rated bad without a named answer skipped" in r.output
+    assert "6 with a named answer" in r.output and "1 rated bad without one" in r.output
     question = "when was the skipper of [ship_30] born"
     r = tog("ask", question, "--store", store, "--json")
     assert json.loads(r.output)["answer"] != [years["m_30"]]
@@ -348,3 +348,38 @@ def test_without_wordllama_the_local_model_is_one_clear_line(tog, tmp_path, monk
     finally:
         local_model.cache_clear()
         word_similarity.cache_clear()
+
+
+def test_a_chain_rated_bad_loses_to_the_one_it_tied_with():
+    from engine.learning import Example, train
+
+    one, two = (("urn:tog:r:kq1", "out"),), (("urn:tog:r:kq3", "out"),)
+    tied = [Example(("zz", "yy", "zz yy"), {one: 1.0, two: 1.0}, "zz yy @") for _ in range(10)]
+    bad = [Example(("zz", "yy", "zz yy"), {}, "zz yy @", avoid={one: 1.0}) for _ in range(3)]
+
+    def likeliest(examples):
+        chains, slots = train(examples)
+        probs = ChainModel(chains, slots).probabilities("zz yy [t]", ["t"])
+        return max(probs, key=probs.get)
+
+    assert likeliest(tied) == ("kq1",)  # a tie falls to the first chain
+    assert likeliest(tied + bad) == ("kq3",)
+
+
+def test_a_correction_made_for_a_run_teaches_its_answer(tog, tmp_path, harbour_files):
+    kb, _ = harbour_files
+    store = str(tmp_path / "store")
+    tog("load", str(kb), "--store", store, "--format", "tsv")
+    facts = [line.split("\t") for line in kb.read_text(encoding="utf-8").splitlines()]
+    year = {s: o for s, r, o in facts if r == "kq4"}
+    other = next(y for y in sorted(set(year.values())) if y != year["m_07"])
+    assert tog("ask", "when was the skipper of [ship_07] born", "--store", store).exit_code == 0
+    r = tog("correct", "--store", store, "--remove", f"m_07|kq4|{year['m_07']}", "--add", f"m_07|kq4|{other}",
+            "--run", "last", "--reason", "the register says so")
+    assert r.exit_code == 0, r.output
+    learned = tmp_path / "c.toml"
+    r = tog("learn", "--from-feedback", "--store", store, "--out", str(learned))
+    assert r.exit_code == 0 and "1 corrections made for a run" in r.output, r.output
+    question = "when was the skipper of [ship_30] born"
+    r = tog("ask", question, "--store", store, "--json", "--relation-descriptions", str(learned))
+    assert json.loads(r.output)["answer"] == [year["m_30"]]
