@@ -604,10 +604,12 @@ def runs_prune(store, older_than) -> None:
               help="Also write an HTML report (accuracy per type, LLM usage, each run's picture).")
 @search_options
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+@click.option("--restart", is_flag=True, help="Drop the results already in --out and start over.")
 @_fail_cleanly
-def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, **options) -> None:
-    """Answer every question of FILE and score the answers (resumable)."""
-    from engine.evaluate import evaluate, read_questions, summary_path, write_report
+def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, restart, **options) -> None:
+    """Answer every question of FILE and score the answers (resumable with
+    the same settings, question file and store)."""
+    from engine.evaluate import check_identity, evaluate, file_fingerprint, read_questions, summary_path, write_report
 
     questions = list(read_questions(file, types))
     if not questions:
@@ -619,6 +621,9 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
         progress = sys.stderr.isatty()
     with _settings(options).open(concurrency) as engine, _open(store) as s:
         engine.adopt(s)
+        check_identity(out, {"settings": engine.describe(), "store": s.name,
+                             "questions": {"file": file.name, "sha256": file_fingerprint(file)}},
+                       restart)
         summary = evaluate(questions, lambda q: engine.answer_row(s, q), out, progress=progress,
                            concurrency=concurrency, settings=engine.describe())
         if report is not None:

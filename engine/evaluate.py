@@ -178,6 +178,54 @@ def summary_path(out: Path) -> Path:
     return out.with_name(out.name + ".summary.json")
 
 
+def identity_path(out: Path) -> Path:
+    """Where a results file's identity is kept: ``OUT.identity.json``."""
+    return out.with_name(out.name + ".identity.json")
+
+
+def _flat(d: object, prefix: str = "") -> dict[str, object]:
+    if not isinstance(d, dict):
+        return {prefix: d}
+    out: dict[str, object] = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def check_identity(out: Path, identity: dict, restart: bool = False) -> None:
+    """Refuse to add to ``out`` answers made otherwise than the ones in it
+    (other settings, another question file, another store); ``restart``
+    drops the old results first. The identity is kept beside the results."""
+    if out.is_dir():
+        raise TogError(f"--out {out} is a directory; give a file name")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    kept = identity_path(out)
+    if restart:
+        for f in (out, summary_path(out), kept):
+            f.unlink(missing_ok=True)
+    if kept.exists() and out.exists() and out.stat().st_size:
+        try:
+            before = json.loads(kept.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            before = None
+        if isinstance(before, dict) and before != identity:
+            old, new = _flat(before), _flat(identity)
+            changed = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+            shown = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:3])
+            more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+            raise TogError(f"{out} holds answers made otherwise ({shown}{more}); resume with the same settings, "
+                           "or --restart to start over, or another --out")
+    kept.write_text(json.dumps(identity, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def file_fingerprint(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
 def write_report(store: Store, report: Path, out: Path, summary: dict, ids: set[str]) -> int:
     """An HTML report of the results in ``out`` (the questions ``ids``) and
     one picture per recorded run in ``REPORT_runs/``; how many pictures."""

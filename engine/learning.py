@@ -25,7 +25,6 @@ one-hop chain as other names.  It is TOML a person can read and edit.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import random
@@ -573,11 +572,9 @@ def _answer_ids(kg: KnowledgeGraph, answers: set[str], most: int = 20) -> list[s
 # -- the learned file --------------------------------------------------------------------
 
 def fingerprint(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()[:16]
+    from engine.evaluate import file_fingerprint
+
+    return file_fingerprint(path)
 
 
 def aliases_of(chains: Sequence[LearnedChain], most: int = 6) -> dict[str, dict[str, list[str]]]:

@@ -161,3 +161,29 @@ def test_runs_show_honours_or_refuses_every_option_combination(tog, tmp_path):
     for combo in (["--json", "--format", "html"], ["--kept-only", "--format", "svg"], ["--json", "--cypher"]):
         refused = tog("runs", "show", "last", "--store", store, *combo)
         assert refused.exit_code == 2 and no_traceback(refused), combo
+
+
+def test_eval_refuses_to_resume_with_other_settings_or_questions(tog, tmp_path):
+    from conftest import METAQA, no_traceback
+
+    loaded_store = tmp_path / "metaqa-store"
+    assert tog("load", METAQA / "kb.txt", "--store", loaded_store).exit_code == 0
+    out = tmp_path / "results.jsonl"
+    first = tog("eval", METAQA / "questions.txt", "--store", loaded_store, "--out", out, "--limit", "3")
+    assert first.exit_code == 0, first.output
+    more = tog("eval", METAQA / "questions.txt", "--store", loaded_store, "--out", out, "--limit", "5")
+    assert more.exit_code == 0, more.output  # the same settings: a resume answers the rest
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 5
+    other = tog("eval", METAQA / "questions.txt", "--store", loaded_store, "--out", out, "--width", "5")
+    assert other.exit_code == 1 and no_traceback(other)
+    assert "answers made otherwise" in other.output and "search.width: 3 -> 5" in other.output
+    assert "--restart" in other.output
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 5  # nothing added
+    questions = tmp_path / "other.txt"
+    questions.write_text("who directed [Quiz Show]\tRobert Redford\n", encoding="utf-8")
+    r = tog("eval", questions, "--store", loaded_store, "--out", out)
+    assert r.exit_code == 1 and "questions.file" in r.output
+    again = tog("eval", METAQA / "questions.txt", "--store", loaded_store, "--out", out, "--width", "5",
+                "--limit", "2", "--restart")
+    assert again.exit_code == 0, again.output
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 2
