@@ -520,6 +520,10 @@ def correct(store, remove, add, run_id, reason) -> None:
 
     with _open(store) as s:
         c = apply(s, remove, add, reason, last_run_id(s.need_runs(), run_id) if run_id else None)
+    if not c.removed and not c.added:
+        echo(f"correction {c.id}: nothing changed, {len(c.kept)} already there (recorded as a no-op; it blocks "
+             "no revert)")
+        return
     echo(f"correction {c.id}: {len(c.removed)} removed, {len(c.added)} added"
          + (f", {len(c.kept)} already there" if c.kept else "") + f" (undo: tog corrections revert {c.id})")
 
@@ -552,7 +556,8 @@ def corrections_list(store, as_json) -> None:
     from engine.text import printable
 
     for c in items:
-        echo(f"{c.id}  {c.created}  {c.status}{' ' + c.reverted if c.reverted else ''}"
+        status = "no-op" if c.status == "active" and not c.removed and not c.added else c.status
+        echo(f"{c.id}  {c.created}  {status}{' ' + c.reverted if c.reverted else ''}"
              f"{'  run ' + c.run if c.run else ''}  reason: {printable(c.reason or '')}")
         for tag, facts in (("-", c.removed), ("+", c.added), ("= (already there)", c.kept)):
             for s_, r, o in facts:

@@ -158,7 +158,8 @@ def revert(store: Store, correction_id: str) -> Correction:
     log = store.need_corrections()
     if c.status == "reverted":
         raise CorrectionError(f"correction {correction_id} was reverted already ({c.reverted})")
-    later = [o for o in log.list() if o.status == "active" and o.created > c.created
+    # a later correction that changed nothing (every fact it added was there) never blocks
+    later = [o for o in log.list() if o.status == "active" and o.created > c.created and (o.removed or o.added)
              and (set(o.removed) & set(c.added) or set(o.added) & set(c.removed) or set(o.kept) & set(c.added))]
     if later:
         raise CorrectionError(f"correction {later[0].id} changed the same facts later; revert it first")

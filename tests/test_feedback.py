@@ -220,12 +220,23 @@ def test_headless_chromium_renders_the_run_picture(tog, tmp_path):
 
 def test_a_correction_that_a_later_one_relies_on_cannot_be_reverted_first(sample, tog):
     first = tog("correct", "--add", RIGHT, "--reason", "one", "--store", sample)
-    second = tog("correct", "--add", RIGHT, "--reason", "two", "--store", sample)
-    assert "1 already there" in second.output
     c1 = re.search(r"correction (\S+):", first.output).group(1)
+    later = tog("correct", "--remove", RIGHT, "--reason", "two", "--store", sample)  # relies on the first
+    assert later.exit_code == 0, later.output
     refused = tog("corrections", "revert", c1, "--store", sample)
     assert refused.exit_code == 1 and "revert it first" in refused.output
-    assert kg_call(sample, lambda kg: kg.corrections.has_fact(
+
+
+def test_a_correction_that_changes_nothing_is_a_no_op_that_blocks_no_revert(sample, tog):
+    first = tog("correct", "--add", RIGHT, "--reason", "one", "--store", sample)
+    second = tog("correct", "--add", RIGHT, "--reason", "two", "--store", sample)
+    assert "nothing changed, 1 already there" in second.output and "no-op" in second.output
+    listed = tog("corrections", "list", "--store", sample)
+    assert "  no-op  " in listed.output
+    c1 = re.search(r"correction (\S+):", first.output).group(1)
+    done = tog("corrections", "revert", c1, "--store", sample)
+    assert done.exit_code == 0, done.output
+    assert not kg_call(sample, lambda kg: kg.corrections.has_fact(
         ("urn:tog:e:Quiz%20Show", "urn:tog:r:directed_by", "urn:tog:e:Mike%20Newell")))
 
 
