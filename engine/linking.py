@@ -32,19 +32,37 @@ def _valid_iri(text: str) -> bool:
     return True
 
 
+# The short ids people write for Freebase and Wikidata entities (as `tog extract` takes them).
+_SHORT = ((re.compile(r"^(?:wd:)?(Q[1-9][0-9]*)$"), "http://www.wikidata.org/entity/"),
+          (re.compile(r"^(?:ns:|fb:)?([mg]\.[0-9a-z_]+)$"), "http://rdf.freebase.com/ns/"))
+
+
+def _short_iri(text: str) -> str | None:
+    for pattern, namespace in _SHORT:
+        m = pattern.match(text)
+        if m:
+            return namespace + m.group(1)
+    return None
+
+
 def resolve(kg: KnowledgeGraph, names: Sequence[str]) -> list[Node]:
-    """Nodes for explicit topics: IRIs (``<...>`` or with a scheme) or names.
+    """Nodes for explicit topics: IRIs (``<...>`` or with a scheme), short
+    Freebase / Wikidata ids (``m.0d05w3``, ``ns:m.0d05w3``, ``Q42``,
+    ``wd:Q42``) or names; a text that is not an entity of the KG as an IRI
+    is looked up as a name (``<Lily>`` may be a name).
 
     Raises :class:`UnknownEntityError` naming the first one not in the KG.
     """
     out: list[Node] = []
-    # an IRI in angle brackets is only an IRI; anything else may be a name
-    keys = {n: name_key(n) for n in names if not (n.startswith("<") and n.endswith(">"))}
+    keys = {n: name_key(n) for n in names}
     found = kg.search_entities([k for k in keys.values() if k]) if keys else {}
     iris = {}
     for name in names:
         iri = name[1:-1] if name.startswith("<") and name.endswith(">") else name
-        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$", iri) and _valid_iri(iri):
+        short = _short_iri(iri)
+        if short is not None:
+            iris[name] = short
+        elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$", iri) and _valid_iri(iri):
             iris[name] = iri
     # one batched lookup; a backend may fetch the topics' relations with it (topic_labels)
     labels = kg.topic_labels(list(dict.fromkeys(iris.values()))) if iris else {}

@@ -111,3 +111,22 @@ def test_a_name_of_punctuation_only_is_linkable(tmp_path):
     assert report.names == 2
     assert ids(link(g.kg, "who directed [$]")) == [iri("dollar")]
     assert ids(link(g.kg, "what about [!!]")) == [iri("bang")]
+
+
+def test_short_freebase_and_wikidata_ids_and_names_that_look_like_iris(tmp_path):
+    from engine.linking import resolve
+
+    label = "http://www.w3.org/2000/01/rdf-schema#label"
+    lines = [f'<http://rdf.freebase.com/ns/m.0d05w3> <{label}> "Beijing" .',
+             f'<http://www.wikidata.org/entity/Q42> <{label}> "Douglas Adams" .',
+             f'<http://example.org/lily> <{label}> "<Lily>" .',
+             '<http://rdf.freebase.com/ns/m.0d05w3> <http://example.org/near> <http://www.wikidata.org/entity/Q42> .',
+             '<http://example.org/lily> <http://example.org/near> <http://www.wikidata.org/entity/Q42> .']
+    store, _ = load_into(tmp_path / "s", write_nt(tmp_path / "kg.nt", lines))
+    for spelling in ("m.0d05w3", "ns:m.0d05w3", "<http://rdf.freebase.com/ns/m.0d05w3>"):
+        assert [n.name for n in resolve(store.kg, [spelling])] == ["Beijing"], spelling
+    for spelling in ("Q42", "wd:Q42"):
+        assert [n.id for n in resolve(store.kg, [spelling])] == ["http://www.wikidata.org/entity/Q42"]
+    assert [n.id for n in resolve(store.kg, ["<Lily>"])] == ["http://example.org/lily"]  # a name, not an IRI
+    with pytest.raises(UnknownEntityError):
+        resolve(store.kg, ["Q43"])
