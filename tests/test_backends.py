@@ -443,6 +443,7 @@ def test_lost_connection_mid_run_fails_the_command_and_the_run(neo4j_store, tmp_
     assert result.exit_code == 1
     assert "lost the connection to Neo4j" in result.output or "cannot reach Neo4j" in result.output
     assert "Traceback" not in result.output
+    assert len([line for line in result.output.splitlines() if line.strip()]) == 1, result.output  # ours alone
     (run,) = kg.runs.list()
     assert run.status == "running" and run.answer == []  # what the cut left in the database
     again = open_spec(neo4j_store)  # the next connection marks it failed

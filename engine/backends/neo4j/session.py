@@ -64,8 +64,10 @@ class Neo4jSession:
         if driver_log.level == logging.NOTSET and not driver_log.handlers:
             # Unless the application configured it: the driver's retries of
             # transient errors (a deadlock between two chunk transactions of a
-            # load, say) are not the user's concern; failures still raise.
-            driver_log.setLevel(logging.ERROR)
+            # load, say) and its own lines about a lost connection ("[#C088]
+            # _: <CONNECTION> error ...") are not for the user: failures
+            # raise and tog says what happened in one line.
+            driver_log.setLevel(logging.CRITICAL)
         parts = urlsplit(uri)
         if parts.username:  # credentials in the URI win over the environment's
             user, password = parts.username, parts.password or ""
