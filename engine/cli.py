@@ -650,6 +650,41 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
         echo(f"warning: {failed} of {asked} questions could not be answered (their errors are in {out})")
 
 
+@cli.command("compare")
+@click.argument("a", type=click.Path(path_type=Path))
+@click.argument("b", type=click.Path(path_type=Path))
+@click.option("--show", type=click.IntRange(0), default=10, show_default=True,
+              help="Questions gained and lost listed, each.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON (every changed question).")
+@_fail_cleanly
+def compare_cmd(a, b, show, as_json) -> None:
+    """Compare two `tog eval` results files (A before, B after) on the
+    questions both answered: Hits@1 overall and per type, and the questions
+    that changed."""
+    from engine.evaluate import compare
+    from engine.text import printable
+
+    c = compare(a, b)
+    if as_json:
+        echo(json.dumps(c, ensure_ascii=False, indent=2))
+        return
+    h = c["hits@1"]
+    echo(f"{c['questions']} questions in both  hits@1 {h['a']:.3f} -> {h['b']:.3f} ({h['b'] - h['a']:+.3f})"
+         + (f"  ({c['only_a']} only in A, {c['only_b']} only in B, not compared)" if c["only_a"] or c["only_b"]
+            else ""))
+    for t, x in c["by_type"].items():
+        echo(f"  {printable(t)}: {x['questions']} questions, hits@1 {x['a']:.3f} -> {x['b']:.3f} "
+             f"({x['b'] - x['a']:+.3f})")
+    for label, key in (("gained", "gained"), ("lost", "lost")):
+        items = c[key]
+        echo(f"{label}: {len(items)}")
+        for x in items[:show]:
+            echo(f"  {x['id']}: {printable(x['question'])}  | A: {printable(', '.join(x['a']) or '(none)')}  "
+                 f"| B: {printable(', '.join(x['b']) or '(none)')}  | gold: {printable(', '.join(x['answers']))}")
+        if len(items) > show:
+            echo(f"  … and {len(items) - show} more (--json lists all)")
+
+
 def _first_error(out: Path, ids: set[str]) -> str:
     for line in out.read_text(encoding="utf-8").splitlines():
         try:

@@ -248,7 +248,9 @@ def write_report(store: Store, report: Path, out: Path, summary: dict, ids: set[
             continue  # pruned since
         folder.mkdir(parents=True, exist_ok=True)
         tree = name_relations(store.kg, tree)
-        (folder / f"{run_id}.html").write_text(pictures.html_page(tree, corrected_paths(store, tree)), encoding="utf-8")
+        page = pictures.html_page(tree, corrected_paths(store, tree), gold=list(r.get("answers", [])),
+                                  hit=bool(r.get("hit_lenient")))
+        (folder / f"{run_id}.html").write_text(page, encoding="utf-8")
         links[run_id] = f"{folder.name}/{run_id}.html"
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(pictures.report_page(f"tog eval {out.name}", summary, rows, links), encoding="utf-8")
@@ -461,3 +463,47 @@ def summarise(out: Path, ids: set[str] | None = None) -> dict:
     if by_type:
         summary["by_type"] = {t: block(rs) for t, rs in sorted(by_type.items())}
     return summary
+
+
+def read_results(out: Path) -> dict[str, dict]:
+    """A results file's rows by question id (a torn or foreign line is skipped)."""
+    if not out.is_file():
+        raise TogError(f"no such results file: {out}")
+    rows: dict[str, dict] = {}
+    for line in out.read_text(encoding="utf-8").splitlines():
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(r, dict) and "id" in r and "hit_lenient" in r:
+            rows[str(r["id"])] = r
+    return rows
+
+
+def compare(a: Path, b: Path) -> dict:
+    """Two evaluations over the questions both answered: Hits@1 of each,
+    overall and per type, and the questions that one got right and the
+    other not."""
+    ra, rb = read_results(a), read_results(b)
+    common = [i for i in ra if i in rb]
+    if not common:
+        raise TogError(f"{a} and {b} share no question ids: nothing to compare")
+
+    def hits(rows: dict[str, dict], ids: list[str]) -> float:
+        return round(sum(bool(rows[i]["hit_lenient"]) for i in ids) / len(ids), 4) if ids else 0.0
+
+    types: dict[str, list[str]] = defaultdict(list)
+    for i in common:
+        types[str(ra[i].get("type") or rb[i].get("type") or "")].append(i)
+    gained = [i for i in common if rb[i]["hit_lenient"] and not ra[i]["hit_lenient"]]
+    lost = [i for i in common if ra[i]["hit_lenient"] and not rb[i]["hit_lenient"]]
+    return {
+        "questions": len(common), "only_a": len(ra) - len(common), "only_b": len(rb) - len(common),
+        "hits@1": {"a": hits(ra, common), "b": hits(rb, common)},
+        "by_type": {t: {"questions": len(ids), "a": hits(ra, ids), "b": hits(rb, ids)}
+                    for t, ids in sorted(types.items()) if t},
+        "gained": [{"id": i, "question": rb[i].get("question", ""), "a": ra[i].get("prediction", [])[:3],
+                    "b": rb[i].get("prediction", [])[:3], "answers": rb[i].get("answers", [])[:3]} for i in gained],
+        "lost": [{"id": i, "question": ra[i].get("question", ""), "a": ra[i].get("prediction", [])[:3],
+                  "b": rb[i].get("prediction", [])[:3], "answers": ra[i].get("answers", [])[:3]} for i in lost],
+    }

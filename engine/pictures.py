@@ -170,8 +170,10 @@ def mermaid(tree: RunTree, corrected: dict[str, str] | None = None) -> str:
     return "\n".join(lines)
 
 
-def html_page(tree: RunTree, corrected: dict[str, str] | None = None) -> str:
-    """A standalone HTML page: question, answer, cited paths, feedback, the tree."""
+def html_page(tree: RunTree, corrected: dict[str, str] | None = None, gold: list[str] | None = None,
+              hit: bool | None = None) -> str:
+    """A standalone HTML page: question, answer, cited paths, feedback, the
+    tree; with ``gold`` (an evaluation's), the gold answers and whether it was a hit."""
     info, e = tree.info, html.escape
     by_id = {p.id: p for p in tree.paths}
 
@@ -214,6 +216,7 @@ h1 {{ font-size: 20px; margin: 0 0 8px; }}
 <body>
 <h1>{e(info.question)}</h1>
 <p class="answer-line" id="answer">Answer: {' | '.join(f'<b>{e(a)}</b>' for a in info.answer) or '<i>none</i>'}</p>
+{_gold_line(gold, hit)}
 <p class="meta">run {e(info.id)} · {' · '.join(e(f) for f in facts)}</p>
 {warning}<h2 style="font-size:15px">Paths the answer cites</h2>
 <ol id="cited">{''.join(f'<li>{e(c)}</li>' for c in cited) or '<li><i>none</i></li>'}</ol>
@@ -228,6 +231,29 @@ h1 {{ font-size: 20px; margin: 0 0 8px; }}
 </div>
 </body></html>
 """
+
+
+def _gold_line(gold: list[str] | None, hit: bool | None) -> str:
+    if gold is None:
+        return ""
+    e = html.escape
+    mark = "" if hit is None else (' · <span style="color:#2E9C78">hit</span>' if hit
+                                   else ' · <span style="color:#C0392B">miss</span>')
+    return f'<p class="meta" id="gold">Gold: {e(" | ".join(map(str, gold))) or "<i>none</i>"}{mark}</p>'
+
+
+def _settings_line(settings: dict) -> str:
+    """What produced an evaluation's answers, in one line."""
+    if not settings:
+        return ""
+    search = settings.get("search") or {}
+    parts = [f"{k} {search[k]}" for k in ("method", "width", "depth", "threshold") if k in search]
+    parts += [f"pruner {settings.get('pruner')}", f"reasoner {settings.get('reasoner')}"]
+    if settings.get("relation_descriptions"):
+        parts.append(f"relation descriptions {settings['relation_descriptions']}")
+    if settings.get("soft_match"):
+        parts.append("soft match")
+    return f'<p id="settings">Settings: {html.escape(", ".join(map(str, parts)))}.</p>'
 
 
 def report_page(title: str, summary: dict, rows: list[dict], links: dict[str, str]) -> str:
@@ -278,6 +304,7 @@ tr.hit td:first-child {{ color: #2E9C78; }} tr.miss td:first-child {{ color: #C0
 <p id="accuracy">{summary['questions']} questions · Hits@1 {pct(summary['hits@1'])} (strict {pct(summary['hits@1_strict'])})
 · F1 {summary['f1']:.3f} · {summary['errors']} errors · KG {summary['kg_ms_per_question']:.1f} ms and
 {summary['kg_lookups_per_question']:.1f} lookups per question</p>
+{_settings_line(summary.get("settings") or {})}
 {usage}
 {f'<table id="types"><tr><th>type</th><th>questions</th><th>Hits@1</th><th>strict</th><th>F1</th></tr>{types}</table>' if types else ''}
 <table id="questions"><tr><th></th><th>id</th><th>question</th><th>answer</th><th>gold</th><th>type</th><th>run</th><th>error</th></tr>

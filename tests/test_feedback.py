@@ -3,6 +3,7 @@ exact undo, the next answer changing, and pictures of runs."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -145,6 +146,33 @@ def test_eval_writes_an_html_report_with_run_pictures(sample, tog, tmp_path):
     links = re.findall(r'href="([^"]+)"', text)
     assert len(links) == 5 and all((tmp_path / link).is_file() for link in links)
     assert 'id="types"' in text
+    assert 'id="settings"' in text and "pruner hybrid" in text and "width 3" in text  # what made the answers
+    rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text(encoding="utf-8").splitlines()]
+    for row, link in zip(rows, links):  # each question's page: its gold answers and whether it was a hit
+        page = (tmp_path / link).read_text(encoding="utf-8")
+        assert 'id="gold"' in page and html.escape(row["answers"][0]) in page
+        assert ("hit</span>" if row["hit_lenient"] else "miss</span>") in page
+
+
+def test_compare_two_evaluations(sample, tog, tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    assert tog("eval", METAQA / "questions.jsonl", "--store", sample, "--out", a, "--width", "1",
+               "--depth", "1").exit_code == 0
+    assert tog("eval", METAQA / "questions.jsonl", "--store", sample, "--out", b).exit_code == 0
+    ra = {r["id"]: r for r in map(json.loads, a.read_text(encoding="utf-8").splitlines())}
+    rb = {r["id"]: r for r in map(json.loads, b.read_text(encoding="utf-8").splitlines())}
+    gained = sorted(i for i in ra if rb[i]["hit_lenient"] and not ra[i]["hit_lenient"])
+    assert gained  # one hop and one path cannot answer the multi-hop questions
+    r = tog("compare", a, b, "--json")
+    assert r.exit_code == 0, r.output
+    c = json.loads(r.output)
+    assert c["questions"] == len(ra) and sorted(x["id"] for x in c["gained"]) == gained
+    assert c["hits@1"]["b"] - c["hits@1"]["a"] == pytest.approx(
+        (sum(x["hit_lenient"] for x in rb.values()) - sum(x["hit_lenient"] for x in ra.values())) / len(ra), abs=1e-3)
+    text = tog("compare", a, b)
+    assert f"gained: {len(gained)}" in text.output and "->" in text.output
+    missing = tog("compare", a, tmp_path / "nope.jsonl")
+    assert missing.exit_code == 1 and "no such results file" in missing.output
 
 
 @pytest.mark.neo4j
