@@ -14,6 +14,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -802,6 +803,41 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
         echo(f"wrote {out}; use it with: tog ask ... --relation-descriptions {out}")
     if into_store:
         echo(f"kept in {s.name}: every later ask and eval on it uses it (tog learn --forget drops it)")
+
+
+@cli.command()
+@click.argument("name")
+@store_option
+@click.option("--json", "as_json", is_flag=True, help="Print the matches as JSON.")
+@_fail_cleanly
+def entity(name, store, as_json) -> None:
+    """The entities NAME (a name, an IRI or a short Freebase / Wikidata id)
+    stands for, with their relations and degrees: what to write as a topic,
+    in a description file or in a correction."""
+    from engine.errors import UnknownEntityError
+    from engine.linking import resolve, suggestions
+    from engine.text import printable
+
+    with _open(store) as s:
+        try:
+            nodes = resolve(s.kg, [name])
+        except UnknownEntityError:
+            near = suggestions(s.kg, name)
+            hint = ("; did you mean " + ", ".join(repr(n.name) for n in near[:5]) + "?") if near else ""
+            raise click.ClickException(f"no entity named {name!r} in {s.name}{hint}") from None
+        around = s.kg.relations([n.id for n in nodes if not n.literal])
+    found: list[dict[str, Any]] = [{"id": n.id, "name": n.name,
+              "relations": [{"relation": r.id, "name": r.text, "direction": r.direction, "degree": r.degree}
+                            for r in around.get(n.id, [])]} for n in nodes]
+    if as_json:
+        echo(json.dumps(found, ensure_ascii=False, indent=2))
+        return
+    for f in found:
+        echo(f"{printable(f['name'])}  <{printable(f['id'])}>")
+        for r in f["relations"]:
+            arrow = "->" if r["direction"] == "out" else "<-"
+            degree = f"  ({r['degree']:,})" if r["degree"] is not None else ""
+            echo(f"  {arrow} {printable(r['name'])}{degree}   <{printable(r['relation'])}>")
 
 
 @cli.command()

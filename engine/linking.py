@@ -120,3 +120,18 @@ def _unique(nodes: list[Node]) -> list[Node]:
     for n in nodes:
         seen.setdefault(n.id, n)
     return list(seen.values())
+
+
+def suggestions(kg: KnowledgeGraph, text: str, most: int = 5) -> list[Node]:
+    """Entities named by a part of ``text`` (its longest word n-grams first):
+    what a "did you mean" can offer without a fuzzy index."""
+    tokens = name_key(text).split()
+    grams = [" ".join(tokens[i:i + n]) for n in range(len(tokens) - 1, 0, -1) for i in range(len(tokens) - n + 1)]
+    grams = [g for g in dict.fromkeys(grams) if not all(t in STOPWORDS for t in g.split())]
+    if not grams:
+        return []
+    found = kg.search_entities(grams)
+    out: list[Node] = []
+    for g in grams:
+        out.extend(found.get(g, []))
+    return _unique(out)[:most]

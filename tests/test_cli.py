@@ -416,3 +416,22 @@ def test_long_answers_are_cut_in_text_output_but_not_in_json(tog, tmp_path):
     assert info.config["sample_over"] == 10 and info.config["sample_size"] == 4
     assert len(json.loads(tog("ask", "who starred in [Hub Movie]", "--store", store, "--sample-over", "16",
                               "--json").output)["answer"]) == 15
+
+
+def test_entity_shows_what_a_name_stands_for_and_suggests_near_names(tog, tmp_path):
+    from conftest import METAQA
+
+    store = tmp_path / "s"
+    assert tog("load", METAQA / "kb.txt", "--store", store).exit_code == 0
+    r = tog("entity", "Quiz Show", "--store", store, "--json")
+    assert r.exit_code == 0, r.output
+    (found,) = json.loads(r.output)
+    kb = [line.split("|") for line in (METAQA / "kb.txt").read_text(encoding="utf-8").splitlines()]
+    out = {rel for s, rel, _ in kb if s == "Quiz Show"}
+    assert {x["relation"].rsplit(":", 1)[1] for x in found["relations"] if x["direction"] == "out"} == out
+    tags = sum(1 for s, rel, _ in kb if s == "Quiz Show" and rel == "has_tags")
+    assert next(x["degree"] for x in found["relations"] if x["relation"].endswith("has_tags")) == tags
+    text = tog("entity", "Quiz Show", "--store", store)
+    assert "-> has tags" in text.output and "<urn:tog:e:Quiz%20Show>" in text.output
+    missing = tog("entity", "Quiz Show Redford", "--store", store)
+    assert missing.exit_code == 1 and "did you mean 'Quiz Show'" in missing.output and no_traceback(missing)
