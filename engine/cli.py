@@ -842,6 +842,31 @@ def entity(name, store, as_json) -> None:
 
 @cli.command()
 @store_option
+@click.option("--json", "as_json", is_flag=True, help="Print the relations as JSON.")
+@_fail_cleanly
+def relations(store, as_json) -> None:
+    """Every relation of the KG with its number of facts, most first (one
+    pass over the store: on a big embedded store it takes a while)."""
+    from engine.graph import DEFAULT_NAME_PREDICATES, DEFAULT_POLICY, relation_text
+    from engine.text import printable
+
+    with _open(store) as s:
+        counts = s.kg.relation_counts()
+    rows = [{"relation": iri, "name": relation_text(iri), "facts": n,
+             "role": "names" if iri in DEFAULT_NAME_PREDICATES else
+             "relation" if DEFAULT_POLICY.allows(iri) else "not offered to the search"} for iri, n in counts]
+    if as_json:
+        echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    if not rows:
+        echo("no relations: the store is empty")
+    for r in rows:
+        role = "" if r["role"] == "relation" else f"  ({r['role']})"
+        echo(f"{r['facts']:>12,}  {printable(r['name'])}{role}   <{printable(r['relation'])}>")
+
+
+@cli.command()
+@store_option
 @_fail_cleanly
 def info(store) -> None:
     """What the store holds."""

@@ -263,6 +263,11 @@ class KnowledgeGraph(Protocol):
         """Counts of what the KG holds."""
         ...
 
+    def relation_counts(self) -> list[tuple[str, int]]:
+        """Every relation the KG uses with its number of facts, most first
+        (names and other reserved predicates included; ``tog relations``)."""
+        ...
+
 
 # ---------------------------------------------------------------------------
 # Node ids, the candidate window and time stamps, shared by every module.

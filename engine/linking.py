@@ -54,8 +54,6 @@ def resolve(kg: KnowledgeGraph, names: Sequence[str]) -> list[Node]:
     Raises :class:`UnknownEntityError` naming the first one not in the KG.
     """
     out: list[Node] = []
-    keys = {n: name_key(n) for n in names}
-    found = kg.search_entities([k for k in keys.values() if k]) if keys else {}
     iris = {}
     for name in names:
         iri = name[1:-1] if name.startswith("<") and name.endswith(">") else name
@@ -66,13 +64,18 @@ def resolve(kg: KnowledgeGraph, names: Sequence[str]) -> list[Node]:
             iris[name] = iri
     # one batched lookup; a backend may fetch the topics' relations with it (topic_labels)
     labels = kg.topic_labels(list(dict.fromkeys(iris.values()))) if iris else {}
+    by_iri: dict[str, Node] = {}
+    for name, found_iri in iris.items():
+        label = labels.get(found_iri)  # a named entity is in the KG: no need to ask
+        if label is not None or kg.has_entity(found_iri):
+            by_iri[name] = Node(found_iri, label if label is not None else local_name(found_iri))
+    # the rest are names (a text in angle brackets too, when it is no entity's IRI): one lookup
+    keys = {n: name_key(n) for n in names if n not in by_iri}
+    found = kg.search_entities([k for k in dict.fromkeys(keys.values()) if k]) if keys else {}
     for name in names:
-        found_iri = iris.get(name)
-        if found_iri is not None:
-            label = labels.get(found_iri)  # a named entity is in the KG: no need to ask
-            if label is not None or kg.has_entity(found_iri):
-                out.append(Node(found_iri, label if label is not None else local_name(found_iri)))
-                continue
+        if name in by_iri:
+            out.append(by_iri[name])
+            continue
         matches = found.get(keys.get(name, ""), [])
         if not matches:
             raise UnknownEntityError(f"unknown entity {name!r}: no entity with that name or IRI in the store")

@@ -435,3 +435,18 @@ def test_entity_shows_what_a_name_stands_for_and_suggests_near_names(tog, tmp_pa
     assert "-> has tags" in text.output and "<urn:tog:e:Quiz%20Show>" in text.output
     missing = tog("entity", "Quiz Show Redford", "--store", store)
     assert missing.exit_code == 1 and "did you mean 'Quiz Show'" in missing.output and no_traceback(missing)
+
+
+def test_relations_lists_every_relation_with_its_count_on_each_backend(tog, store_spec):
+    from collections import Counter
+
+    from conftest import METAQA
+
+    assert tog("load", METAQA / "kb.txt", "--store", store_spec).exit_code == 0
+    r = tog("relations", "--store", store_spec, "--json")
+    assert r.exit_code == 0, r.output
+    kb = Counter(line.split("|")[1] for line in (METAQA / "kb.txt").read_text(encoding="utf-8").splitlines())
+    got = {x["relation"].rsplit(":", 1)[1]: x["facts"] for x in json.loads(r.output) if x["role"] == "relation"}
+    assert got == dict(kb)
+    text = tog("relations", "--store", store_spec).output
+    assert "starred actors" in text and "<urn:tog:r:starred_actors>" in text

@@ -6,6 +6,7 @@ the embedded store must give the same answers and the same run trees."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import uuid
@@ -191,6 +192,9 @@ def test_the_cli_on_the_endpoint_and_its_read_only_refusals(stores, tog):
         assert refused.exit_code == 1 and "read-only for tog: it cannot record corrections" in refused.output
         assert refused.output.count("\n") == 1 and "Traceback" not in refused.output
     assert tog("info", "--store", spec).exit_code == 0  # reads and runs still work
+    remote = json.loads(tog("relations", "--store", spec, "--json").output)
+    local = json.loads(tog("relations", "--store", stores[1], "--json").output)
+    assert remote == local and remote  # the same relations and counts as the same file loaded locally
 
 
 def test_an_unreachable_endpoint_is_one_line(tog, tmp_path, monkeypatch):

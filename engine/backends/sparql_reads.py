@@ -29,7 +29,7 @@ from engine.graph import (
     is_literal,
     literal_value,
 )
-from engine.queries import render, sparql_values
+from engine.queries import render, sparql, sparql_values
 
 BATCH = 400  # VALUES rows per query: keeps query texts small and plans simple
 
@@ -113,6 +113,9 @@ class SparqlReads(KnowledgeGraph):
 
     def topic_labels(self, ids: Sequence[str]) -> dict[str, str]:
         return self.labels(ids)
+
+    def relation_counts(self) -> list[tuple[str, int]]:
+        return [(r["p"].value, int(r["n"].value)) for r in self._select(sparql("relation_counts"))]
 
     # -- relations ------------------------------------------------------------
     def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:

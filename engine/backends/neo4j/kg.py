@@ -219,6 +219,11 @@ class Neo4jKG(KnowledgeGraph):
         names = self.labels([e for ents in found.values() for e in ents])
         return {k: [Node(e, names.get(e, local_name(e))) for e in v] for k, v in found.items()}
 
+    def relation_counts(self) -> list[tuple[str, int]]:
+        counts = [(t, int(self._run_text(render_cypher("relation_count", type=cypher_name(t)))[0]["n"]))
+                  for t in self.session.relationship_types()]
+        return sorted(counts, key=lambda x: (-x[1], x[0]))
+
     def has_entity(self, entity: str) -> bool:
         return bool(self._run("has_entity", id=entity)[0]["found"])
 
