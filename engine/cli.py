@@ -852,7 +852,8 @@ def relations(store, as_json) -> None:
 
     with _open(store) as s:
         counts = s.kg.relation_counts()
-    rows = [{"relation": iri, "name": relation_text(iri), "facts": n,
+        named = s.kg.labels([iri for iri, _ in counts]) if counts else {}  # the KG's own names (a property's label)
+    rows = [{"relation": iri, "name": named.get(iri) or relation_text(iri), "facts": n,
              "role": "names" if iri in DEFAULT_NAME_PREDICATES else
              "relation" if DEFAULT_POLICY.allows(iri) else "not offered to the search"} for iri, n in counts]
     if as_json:

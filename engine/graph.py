@@ -335,6 +335,15 @@ def name_key(text: str) -> str:
     return name_keys([text])[0]
 
 
+_RELATION_IRI = re.compile(r"^(?:urn:tog:r:|http://www\.wikidata\.org/prop/|http://www\.wikidata\.org/entity/P[0-9]+$)")
+
+
+def names_a_relation(iri: str) -> bool:
+    """Is this IRI a relation's (ours, a Wikidata property's)?  Its label
+    names a relation, never an entity to link a question to."""
+    return bool(_RELATION_IRI.match(iri))
+
+
 def local_name(iri: str) -> str:
     """The readable tail of an IRI: after ``#``, the last ``/`` or our URN prefixes."""
     for prefix in (ENTITY_NS, RELATION_NS):

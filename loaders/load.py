@@ -34,7 +34,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from engine.errors import LoadError
-from engine.graph import DEFAULT_NAME_PREDICATES
+from engine.graph import DEFAULT_NAME_PREDICATES, names_a_relation
 from engine.store import BulkSink, LoadCheckpoint, NativeLoader
 from loaders import rdf, triples
 from loaders.base import (
@@ -183,7 +183,8 @@ class _Job:
     segment_lines: int
 
     def names(self, pairs) -> int:
-        return self.sink.names(pairs, self.sid)
+        # a relation's label (a Wikidata subset writes wdt:P19's) names no entity
+        return self.sink.names([(e, k) for e, k in pairs if not names_a_relation(e)], self.sid)
 
     def checkpoint(self, complete: bool = False) -> None:
         r = self.report

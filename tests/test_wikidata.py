@@ -67,6 +67,12 @@ def test_the_subset_answers_with_property_labels_and_aliases(tog, tmp_path):
     assert "place of birth" in tog("runs", "show", "last", "--format", "mermaid", "--store", store).output
     evaluated = tog("eval", questions, "--store", store, "--out", tmp_path / "r.jsonl")
     assert evaluated.exit_code == 0 and "hits@1 1.000" in evaluated.output, evaluated.output
+    # the property's label names the relation, never an entity to link a question to
+    assert "place of birth" in tog("relations", "--store", store).output
+    unlinked = tog("entity", "place of birth", "--store", store)
+    assert unlinked.exit_code == 1 and "no entity named" in unlinked.output
+    plain = tog("ask", "where is the place of birth of Ada Example", "--store", store, "--json")
+    assert [t["name"] for t in json.loads(plain.output)["topics"]] == ["Ada Example"]
 
 
 @pytest.mark.parametrize("seed,message", [("Ada", "is not a wikidata id"), ("m.0abc", "is not a wikidata id")])
