@@ -183,11 +183,21 @@ def add_feedback(store: Store, run_id: str, rating: str, comment: str | None = N
 
 
 def corrected_paths(store: Store, tree: RunTree) -> dict[str, str]:
-    """{path id: correction id} for the run's hops that use a fact an active
-    correction added."""
+    """{path id: correction id} for the run's hops over a fact that a
+    correction had added when the run was made; ``ID, since reverted`` when
+    it was reverted afterwards (provenance stays with the run)."""
     if store.corrections is None:
         return {}
-    added = {f: c.id for c in store.corrections.list() if c.status == "active" for f in c.added}
+    started = tree.info.started
+    added: dict[Fact, str] = {}
+    for c in store.corrections.list():
+        if c.created > started or c.status not in ("active", "reverted"):
+            continue  # made after the run: the run never read its facts
+        if c.status == "reverted" and (c.reverted or "") <= started:
+            continue  # undone before the run
+        mark = c.id if c.status == "active" else f"{c.id}, since reverted"
+        for f in c.added:
+            added[f] = mark
     if not added:
         return {}
     by_id = {p.id: p for p in tree.paths}

@@ -68,6 +68,10 @@ def test_a_correction_changes_the_next_answer_and_revert_undoes_it(sample, tog):
     assert json.loads(tog("corrections", "list", "--json", "--store", sample).output)[0]["status"] == "reverted"
     again = tog("corrections", "revert", cid, "--store", sample)
     assert again.exit_code == 1 and "reverted already" in again.output
+    # provenance stays: the run made while the correction held still shows it, marked as undone since
+    kept = tog("runs", "show", run2, "--store", sample).output
+    assert re.search(rf"--directed by--> Mike Newell .*\[corrected: {cid}, since reverted\]", kept), kept
+    assert "corrected" not in tog("runs", "show", run, "--store", sample).output  # made before it
 
 
 def test_adding_a_fact_that_is_there_is_undone_exactly(sample, tog):
