@@ -504,10 +504,12 @@ def feedback(run_id, store, rating, comment, answers) -> None:
 @store_option
 @click.option("--remove", "remove", multiple=True, metavar="S|R|O", help="A fact to take out (repeatable).")
 @click.option("--add", "add", multiple=True, metavar="S|R|O", help="A fact to put in (repeatable).")
+@click.option("--file", "patch", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="More facts, one per line: `+ S|R|O` to add, `- S|R|O` to remove (# starts a comment).")
 @click.option("--run", "run_id", default=None, help="The run that prompted the correction (or `last`).")
 @click.option("--reason", required=True, help="Why: kept with the correction.")
 @_fail_cleanly
-def correct(store, remove, add, run_id, reason) -> None:
+def correct(store, remove, add, patch, run_id, reason) -> None:
     """Correct the KG: remove and add facts, recorded with provenance.
 
     \b
@@ -517,8 +519,12 @@ def correct(store, remove, add, run_id, reason) -> None:
                   --add "Quiz Show|directed_by|Mike Newell" --reason "..."
     """
     from engine.feedback import correct as apply
+    from engine.feedback import read_patch
     from engine.runs import last_run_id
 
+    if patch is not None:
+        more_removed, more_added = read_patch(patch)
+        remove, add = (*remove, *more_removed), (*add, *more_added)
     with _open(store) as s:
         c = apply(s, remove, add, reason, last_run_id(s.need_runs(), run_id) if run_id else None)
     if not c.removed and not c.added:
@@ -565,6 +571,27 @@ def corrections_list(store, as_json) -> None:
                 line = (f"  {tag} {names.get(s_, s_)} | {local_name(r)} | {names.get(o, o)}   "
                         f"<{s_}> <{r}> {o if is_literal(o) else '<' + o + '>'}")
                 echo(printable(line))
+
+
+@corrections.command("export")
+@click.argument("correction_id")
+@store_option
+@click.option("--removed", is_flag=True, help="The facts it removed, not the ones it added.")
+@click.option("--patch", "as_patch", is_flag=True, help="Both, as RDF Patch lines (`A` added, `D` deleted).")
+@_fail_cleanly
+def corrections_export(correction_id, store, removed, as_patch) -> None:
+    """Write what CORRECTION_ID changed as N-Triples (to apply elsewhere, or keep)."""
+    from engine.feedback import find, ntriples
+
+    with _open(store) as s:
+        c = find(s, correction_id)
+    if as_patch:
+        for tag, facts in (("D", c.removed), ("A", c.added)):
+            for f in facts:
+                click.echo(f"{tag} {ntriples(f)}")  # N-Triples escapes every control character itself
+        return
+    for f in c.removed if removed else c.added:
+        click.echo(ntriples(f))
 
 
 @corrections.command("revert")

@@ -210,3 +210,33 @@ def corrected_paths(store: Store, tree: RunTree) -> dict[str, str]:
         if fact in added:
             out[p.id] = added[fact]
     return out
+
+
+def read_patch(path) -> tuple[list[str], list[str]]:
+    """(facts to remove, facts to add) of a patch file: ``+ S|R|O`` or
+    ``- S|R|O`` per line, ``#`` comments and blank lines ignored."""
+    from pathlib import Path
+
+    removed: list[str] = []
+    added: list[str] = []
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise CorrectionError(f"cannot read the patch file {path}: {getattr(e, 'strerror', None) or e}") from None
+    for n, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line[0] not in "+-" or not line[1:].strip():
+            raise CorrectionError(f"{path}:{n}: expected '+ S|R|O' or '- S|R|O'; nothing was changed")
+        (added if line[0] == "+" else removed).append(line[1:].strip())
+    if not removed and not added:
+        raise CorrectionError(f"{path}: no facts in it ('+ S|R|O' or '- S|R|O' per line)")
+    return removed, added
+
+
+def ntriples(fact: Fact) -> str:
+    """One fact as an N-Triples line."""
+    s, r, o = fact
+    obj = str(literal_term(o)) if is_literal(o) else f"<{o}>"
+    return f"<{s}> <{r}> {obj} ."

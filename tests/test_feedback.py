@@ -326,3 +326,26 @@ def test_pictures_escape_names_with_markup(tmp_path, tog):
     bad = tog("runs", "show", "last", "--format", "html", "-o", tmp_path / "no" / "such" / "dir.html",
               "--store", store)
     assert bad.exit_code == 1 and "cannot write" in bad.output and "Traceback" not in bad.output
+
+
+def test_a_patch_file_is_one_correction_and_export_writes_it_back(sample, tog, tmp_path):
+    patch = tmp_path / "fix.patch"
+    patch.write_text(f"# the credits, checked\n- {WRONG}\n+ {RIGHT}\n\n+ Quiz Show|release_year|1995\n",
+                     encoding="utf-8")
+    done = tog("correct", "--file", patch, "--reason", "credits", "--store", sample)
+    assert done.exit_code == 0 and "1 removed, 2 added" in done.output, done.output
+    cid = re.search(r"correction (\S+):", done.output).group(1)
+    added = tog("corrections", "export", cid, "--store", sample).output.splitlines()
+    assert added == ["<urn:tog:e:Quiz%20Show> <urn:tog:r:directed_by> <urn:tog:e:Mike%20Newell> .",
+                     "<urn:tog:e:Quiz%20Show> <urn:tog:r:release_year> <urn:tog:e:1995> ."]
+    removed = tog("corrections", "export", cid, "--removed", "--store", sample).output.splitlines()
+    assert removed == ["<urn:tog:e:Quiz%20Show> <urn:tog:r:directed_by> <urn:tog:e:Robert%20Redford> ."]
+    as_patch = tog("corrections", "export", cid, "--patch", "--store", sample).output.splitlines()
+    assert as_patch == ["D " + removed[0], *("A " + a for a in added)]
+    import pyoxigraph as ox  # what export writes parses as N-Triples
+
+    assert len(list(ox.parse("\n".join(added) + "\n", ox.RdfFormat.N_TRIPLES))) == 2
+    bad = tmp_path / "bad.patch"
+    bad.write_text(f"{RIGHT}\n", encoding="utf-8")
+    refused = tog("correct", "--file", bad, "--reason", "x", "--store", sample)
+    assert refused.exit_code == 1 and "bad.patch:1: expected '+ S|R|O'" in refused.output
