@@ -142,6 +142,13 @@ def test_a_question_about_a_hub_is_answered_from_bounded_reads(hub_store, monkey
     ask(hub_store, "which nodes does [The Hub] link to", get_pruner("hybrid"), get_reasoner("offline"),
         SearchConfig(), record=False)
     assert spy.most_rows() <= SAMPLE_KEEP and spy.full_reads() <= 2  # at most the first sample of each pair
+    # a kind not reached at the hub: the judge's schema look-ahead and the beam's listing of
+    # the candidates' relations (the hub among them) stay bounded too
+    spy.calls.clear()
+    r = ask(hub_store, "which city was the one [Fan 7] likes born in", get_pruner("hybrid"), get_reasoner("offline"),
+            SearchConfig(), record=False)
+    assert r.result.depth >= 2  # the hub was a candidate tail the beam looked at
+    assert spy.most_rows() <= SAMPLE_KEEP and spy.full_reads() == 0
 
 
 def test_corrections_and_reverts_keep_the_summaries_true(hub_store, tog, monkeypatch):

@@ -271,7 +271,7 @@ def test_runs_rated_good_become_worked_examples_for_the_llm(tog, tmp_path, harbo
     assert all(e.paths and (" -> " in e.paths[0] or " <- " in e.paths[0]) for e in examples)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-standin-4711")
     monkeypatch.setenv("TOG_CACHE_DIR", str(tmp_path / "cache"))
-    with StandInModel(mode="exact") as model:
+    with StandInModel(mode="gpt4") as model:
         r = tog("ask", "who is the skipper of [ship_30]", "--store", store, "--model", "openai/standin",
                 "--api-base", model.api_base, "--no-cache", "--relation-descriptions", str(learned))
         assert r.exit_code == 0, r.output
@@ -316,7 +316,7 @@ def test_the_llm_sees_the_paths_of_every_topic(tog, tmp_path, monkeypatch):
     tog("load", str(src), "--store", store, "--format", "tsv")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-standin-4711")
     monkeypatch.setenv("TOG_CACHE_DIR", str(tmp_path / "cache"))
-    with StandInModel(mode="exact") as model:
+    with StandInModel(mode="gpt4") as model:
         r = tog("ask", "which player of northfield_rovers was born in eastby", "--store", store,
                 "--model", "openai/standin", "--api-base", model.api_base, "--no-cache", "--json")
         assert r.exit_code == 0, r.output
