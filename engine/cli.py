@@ -770,7 +770,7 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
     questions and answers of FILE (any format `tog eval` reads; no gold paths
     needed) and/or the store's rated runs."""
     from engine.evaluate import read_questions
-    from engine.learning import exemplars_from_runs, fingerprint
+    from engine.learning import fingerprint
     from engine.learning import from_feedback as from_feedback_of
     from engine.learning import learn as learn_from
 
@@ -801,7 +801,7 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
         exemplars, avoid = [], []
         if from_feedback:
             fed = from_feedback_of(s)
-            exemplars = exemplars_from_runs(s.kg, s.need_runs())
+            exemplars = fed.exemplars
             questions += fed.questions
             avoid = fed.avoid
             n = fed.counts

@@ -60,6 +60,7 @@ _PLACEHOLDER = "togtopicmention"
 
 # -- steps and chains as text ------------------------------------------------------------
 
+@lru_cache(maxsize=65536)  # the pruner asks for every candidate's chain
 def step_key(step: Step) -> str:
     """``author`` for an out edge, ``^author`` read backwards (SPARQL's inverse path)."""
     rel, direction = step
@@ -125,6 +126,7 @@ class ChainModel:
             f for w in self.slots.values() for f in w if f != "<bias>")
         self._slots_of = [_slots(c.steps) for c in self.chains]
         self._memo: dict[tuple, dict[tuple[str, ...], float]] = {}
+        self._views: dict[tuple, ChainView] = {}
 
     def __len__(self) -> int:
         return len(self.chains)
@@ -151,7 +153,15 @@ class ChainModel:
         return found
 
     def view(self, question: str, topic_names: Sequence[str]) -> ChainView:
-        return ChainView(self.probabilities(question, topic_names))
+        """The question's probabilities with their prefix sums, kept for the
+        calls of one search (pruner, judge and answer ask again)."""
+        key = (question, tuple(topic_names))
+        found = self._views.get(key)
+        if found is None:
+            if len(self._views) > 256:
+                self._views.clear()
+            found = self._views[key] = ChainView(self.probabilities(question, topic_names))
+        return found
 
 
 class ChainView:
@@ -698,34 +708,35 @@ class Exemplar:
 MAX_EXEMPLARS = 40  # kept in a learned file, the best-rated and most recent first
 
 
-def exemplars_from_runs(kg: KnowledgeGraph, runs) -> list[Exemplar]:
-    """Runs whose latest rating is good, with the paths their answer cited."""
+def _cited(tree) -> list[list]:
+    """Per path the run's answer cited, its path records from the topic on."""
+    by_id = {p.id: p for p in tree.paths}
+    out = []
+    for pid in tree.info.stats.get("answer_paths", []):
+        chain, node = [], by_id.get(pid)
+        while node is not None:
+            chain.append(node)
+            node = by_id.get(node.parent) if node.parent is not None else None
+        if len(chain) > 1 and chain[-1].parent is None:
+            out.append(chain[::-1])
+    return out
+
+
+def _exemplar(kg: KnowledgeGraph, tree) -> Exemplar | None:
+    """A run rated good as a worked example, in the prompts' notation."""
+    from engine.agent import step
     from engine.runs import name_relations
 
-    out: list[Exemplar] = []
-    for header in reversed(runs.list()):
-        if header.status != "done" or len(out) >= MAX_EXEMPLARS:
-            continue
-        tree = runs.get(header.id)
-        info = tree.info
-        if not info.feedback or info.feedback[-1].get("rating") != "good" or not info.answer:
-            continue
-        name_relations(kg, tree)
-        by_id = {p.id: p for p in tree.paths}
-        shown = []
-        for pid in info.stats.get("answer_paths", [])[:6]:
-            parts, node = [], by_id.get(pid)
-            while node is not None and node.parent is not None:
-                rel = " ".join(tree.relation(node.relation or "").split())
-                parts.append(f"{'->' if node.direction != 'in' else '<-'} {rel} {'->' if node.direction != 'in' else '<-'} "
-                             f"{node.name}")
-                node = by_id.get(node.parent)
-            if node is not None and parts:
-                shown.append(" ".join([node.name, *reversed(parts)]))
-        if shown:
-            roots = tuple(p.name for p in tree.paths if p.depth == 0)
-            out.append(Exemplar(info.question, tuple(shown), tuple(info.answer[:5]), roots))
-    return out
+    cited = _cited(tree)[:6]
+    if not cited:
+        return None
+    name_relations(kg, tree)
+    def hop(p) -> str:
+        return f"{step(Relation(p.relation or '', p.direction or 'out'), tree.relation(p.relation or ''))} {p.name}"
+
+    shown = tuple(" ".join([chain[0].name, *map(hop, chain[1:])]) for chain in cited)
+    info = tree.info
+    return Exemplar(info.question, shown, tuple(info.answer[:5]), tuple(p.name for p in tree.paths if p.depth == 0))
 
 
 def choose_exemplars(exemplars: Sequence[Exemplar], question: str, topic_names: Sequence[str],
@@ -776,6 +787,7 @@ class Feedback:
 
     questions: list = field(default_factory=list)
     avoid: list[Example] = field(default_factory=list)
+    exemplars: list[Exemplar] = field(default_factory=list)  # good runs, the newest first
     counts: dict[str, int] = field(default_factory=lambda: {"good": 0, "named": 0, "bad": 0, "corrected": 0})
 
 
@@ -788,7 +800,8 @@ def from_feedback(store) -> Feedback:
     does not ask for the chain its answer came by.  An active correction
     made for a run (``tog correct --run``) that added facts makes a pair of
     the run's question and what the facts added (the end that is not a
-    topic of the run)."""
+    topic of the run).  Runs rated good are also the worked examples of the
+    LLM's answer prompt (the newest ``MAX_EXEMPLARS``)."""
     from engine.evaluate import Question
 
     runs = store.need_runs()
@@ -810,6 +823,9 @@ def from_feedback(store) -> Feedback:
         elif last.get("rating") == "good" and info.answer:
             out.counts["good"] += 1
             answers = list(info.answer)
+            example = _exemplar(store.kg, tree)
+            if example is not None:
+                out.exemplars.insert(0, example)
         else:
             out.counts["bad"] += 1
             chains = _chains_cited(tree)
@@ -819,6 +835,7 @@ def from_feedback(store) -> Feedback:
                                          {c: 1.0 for c in chains}))
             continue
         out.questions.append(Question(f"run-{info.id}", info.question, answers, topics))
+    del out.exemplars[MAX_EXEMPLARS:]
     if store.corrections is not None:
         for c in store.corrections.list():
             tree = trees.get(c.run) if c.run else None
@@ -835,16 +852,12 @@ def from_feedback(store) -> Feedback:
 
 def _chains_cited(tree) -> list[Chain]:
     """The relation chains of the paths a run's answer cited."""
-    by_id = {p.id: p for p in tree.paths}
     found: dict[Chain, None] = {}
-    for pid in tree.info.stats.get("answer_paths", []):
+    for chain in _cited(tree):
         steps: list[Step] = []
-        node = by_id.get(pid)
-        while node is not None and node.parent is not None and node.relation:
-            steps[:0] = [(node.relation, node.direction or "out"), *((v, "out") for v in node.via)]
-            node = by_id.get(node.parent)
-        if steps:
-            found[tuple(steps)] = None
+        for p in chain[1:]:
+            steps += [(p.relation or "", p.direction or "out"), *((v, "out") for v in p.via)]
+        found[tuple(steps)] = None
     return list(found)
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.graph import Node, Relation
+from engine.graph import Node, Relation, name_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,3 +80,10 @@ class Path:
             if with_entities:
                 parts.append(h.node.name)
         return " -> ".join(parts)
+
+
+def topic_groups(topics: Sequence[Node]) -> dict[str, int]:
+    """Topic id -> its mention: entities that share a name are one mention
+    (alternatives), different names are different topics of the question."""
+    keys: dict[str, int] = {}
+    return {t.id: keys.setdefault(name_key(t.name), len(keys)) for t in topics}

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from engine.alignment import QuestionModel
 from engine.errors import deferred, lookup
 from engine.graph import Node, Relation
-from engine.paths import Path
+from engine.paths import Path, topic_groups
 
 if TYPE_CHECKING:
     from engine.descriptions import Descriptions
@@ -190,8 +190,6 @@ class OfflineReasoner:
 def _met(topics: Sequence[Node], paths: Sequence[Path]) -> set[str]:
     """Tails that the paths of every topic of the question reach (several
     topics only: entities that share a name are one topic)."""
-    from engine.search import topic_groups
-
     groups = topic_groups(topics)
     if len(set(groups.values())) < 2:
         return set()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from engine.errors import TogError
 from engine.graph import KnowledgeGraph, Node, PathRecord, Relation
-from engine.paths import Hop, Path
+from engine.paths import Hop, Path, topic_groups
 from engine.pruning import Choice, Pruner
 from engine.reasoning import Answer, Reasoner, Schema
 
@@ -298,15 +298,6 @@ def _is_step(key: str) -> Callable[[Relation], bool]:
     from engine.learning import step_key
 
     return lambda r: step_key((r.id, r.direction)) == key
-
-
-def topic_groups(topics: Sequence[Node]) -> dict[str, int]:
-    """Topic id -> its mention: entities that share a name are one mention
-    (alternatives), different names are different topics of the question."""
-    from engine.graph import name_key
-
-    keys: dict[str, int] = {}
-    return {t.id: keys.setdefault(name_key(t.name), len(keys)) for t in topics}
 
 
 def _keep(ranked: Sequence[Path], width: int, groups: Mapping[str, int]) -> list[Path]:
