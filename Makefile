@@ -7,13 +7,20 @@ BIN     = $(VENV)/bin
 STORE  ?= .tog/demo-store
 export LITELLM_LOCAL_MODEL_COST_MAP = True
 
-.PHONY: setup demo test neo4j-start neo4j-stop bench-load bench-neo4j bench-metaqa clean
+.PHONY: setup setup-test demo test neo4j-start neo4j-stop bench-load bench-neo4j bench-metaqa clean
 
+# The demo installs only the package; the tests add their extras (pytest, playwright, ...).
 setup: $(VENV)/.installed
+
+setup-test: $(VENV)/.installed-test
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install -qq -e .  # -qq: no setuptools notes about editable installs
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
@@ -22,7 +29,7 @@ demo: setup
 	$(BIN)/tog ask "who directed the films written by [Paul Attanasio]" --store $(STORE)
 	$(BIN)/tog runs show last --store $(STORE) --kept-only
 
-test: setup
+test: setup-test
 	$(BIN)/python -m pytest -q
 
 # A real Neo4j server from Maven Central (Java 17 + Maven, no Docker); see README.

@@ -39,9 +39,10 @@ def test_quick_start_is_two_commands_and_ci_runs_the_second():
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-def test_main_job_runs_exactly_as_written():
+def test_main_job_runs_exactly_as_written(tmp_path):
     command = quick_start_commands()[0]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TOG_", "MAKE"))}
+    env["STORE"] = str(tmp_path / "demo-store")  # the Makefile's own knob: the user's .tog/demo-store stays untouched
     done = subprocess.run(command, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout

@@ -149,3 +149,23 @@ def test_relationship_types_reach_cypher_text_only_quoted():
     assert [line for line in degree.splitlines() if not line.startswith("//")] == [
         "MATCH (e:Entity {id: $e})",
         "RETURN COUNT { (e)-[:`urn:tog:r:a`]->() } AS out, COUNT { (e)<-[:`urn:tog:r:a`]-() } AS in"]
+
+
+def test_every_folder_that_ships_files_is_a_listed_package_and_the_demo_installs_no_test_extras():
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    packages = set(config["packages"])
+    for package, patterns in config["package-data"].items():
+        assert package in packages, f"{package} ships files but is not a listed package"
+        for pattern in patterns:
+            assert "/" not in pattern, f"{package}: {pattern} reaches into a folder that is not a listed package"
+            assert list((REPO / package.replace(".", "/")).glob(pattern)), f"{package}: {pattern} matches nothing"
+    for folder in ("engine", "loaders", "sparql", "cypher"):
+        for path in (REPO / folder).rglob("*"):
+            if path.is_file() and path.suffix in (".py", ".rq", ".cypher", ".txt", ".grass") and "__pycache__" not in path.parts:
+                assert ".".join(path.parent.relative_to(REPO).parts) in packages, f"{path} would not be installed"
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    demo_install = re.search(r"^\$\(VENV\)/\.installed:.*?(?=^\S)", makefile, re.M | re.S).group(0)
+    assert "pip install" in demo_install and "[test]" not in demo_install
+    assert re.search(r"^demo: setup$", makefile, re.M) and re.search(r"^test: setup-test$", makefile, re.M)
