@@ -406,23 +406,46 @@ def runs() -> None:
 
 @runs.command("list")
 @store_option
+@click.option("--limit", type=click.IntRange(1), default=None, help="Only the newest N runs (still oldest first).")
+@click.option("--status", type=click.Choice(["running", "done", "failed"]), default=None, help="Only runs with this status.")
+@click.option("--since", metavar="AGE", default=None, help="Only runs started within AGE (30d, 12h, 45m, 90s, 2w).")
 @click.option("--json", "as_json", is_flag=True)
 @_fail_cleanly
-def runs_list(store, as_json) -> None:
+def runs_list(store, limit, status, since, as_json) -> None:
     """List runs, oldest first."""
+    from engine.runs import cutoff
+
+    try:
+        start = cutoff(since) if since else None
+    except ValueError as e:
+        raise click.ClickException(f"--since: {e}") from None
     with _open(store) as s:
         items = s.need_runs().list()
+    total = len(items)
+    items = [r for r in items if (status is None or r.status == status) and (start is None or r.started >= start)]
+    if limit is not None:
+        items = items[-limit:]
     if as_json:
         echo(json.dumps([{"id": r.id, "question": r.question, "started": r.started, "status": r.status,
-                                "method": r.method, "answer": r.answer} for r in items], ensure_ascii=False))
+                          "method": r.method, "answer": r.answer, "keep": r.config.get("keep"),
+                          "rated": bool(r.feedback)} for r in items], ensure_ascii=False))
         return
     if not items:
-        echo("no runs yet")
+        echo("no runs yet" if not total else f"no runs of the {total} kept match")
+        return
     from engine.text import printable
 
-    for r in items:
-        answer = ", ".join(printable(a) for a in r.answer[:3]) + (" …" if len(r.answer) > 3 else "")
-        echo(f"{r.id}  {r.started}  {r.status:7} {r.method:5}  {printable(r.question)}  => {answer}")
+    rows = [(r.id, r.started[:19].replace("T", " "), r.status, r.method, printable(r.question),
+             ", ".join(printable(a) for a in r.answer[:3]) + (" …" if len(r.answer) > 3 else ""))
+            for r in items]
+    header = ("RUN", "STARTED (UTC)", "STATUS", "METHOD", "QUESTION", "ANSWER")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+    widths.append(min(60, max(len(row[4]) for row in [header, *rows])))
+    for row in [header, *rows]:
+        question = row[4] if len(row[4]) <= widths[4] else row[4][:widths[4] - 1] + "…"
+        echo("  ".join(cell.ljust(w) for cell, w in zip((*row[:4], question), widths)) + "  " + row[5])
+    if len(items) < total:
+        echo(f"({len(items)} of {total} runs shown)")
 
 
 @runs.command("show")
@@ -609,18 +632,28 @@ def corrections_revert(correction_id, store) -> None:
 
 @runs.command("prune")
 @store_option
-@click.option("--older-than", required=True, metavar="AGE", help="Age like 30d, 12h, 45m, 90s or 2w (0s: all).")
+@click.option("--older-than", metavar="AGE", default=None, help="Age like 30d, 12h, 45m, 90s or 2w (0s: all).")
+@click.option("--expired", is_flag=True,
+              help="Only the eval runs past their retention (`tog eval --keep-runs`); rated runs stay.")
 @_fail_cleanly
-def runs_prune(store, older_than) -> None:
-    """Delete runs started more than AGE ago; the KG itself is untouched."""
-    from engine.runs import cutoff
+def runs_prune(store, older_than, expired) -> None:
+    """Delete runs started more than AGE ago (or those past their
+    retention); the KG itself is untouched."""
+    from engine.runs import cutoff, expired as past_retention, prune
 
+    if (older_than is None) == (not expired):
+        raise click.UsageError("give --older-than AGE or --expired (not both)")
+    if expired:
+        with _open(store) as s:
+            dropped = s.need_runs().delete(past_retention(s))
+        echo(f"removed {dropped} run(s) past their retention")
+        return
     try:
         moment = cutoff(older_than)
     except ValueError as e:
         raise click.ClickException(f"--older-than: {e}") from None
     with _open(store) as s:
-        dropped = s.need_runs().prune(moment)
+        dropped = prune(s.need_runs(), moment)
     echo(f"removed {dropped} run(s) started before {moment}")
 
 
@@ -638,8 +671,11 @@ def runs_prune(store, older_than) -> None:
 @search_options
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @click.option("--restart", is_flag=True, help="Drop the results already in --out and start over.")
+@click.option("--keep-runs", metavar="AGE", default="14d", show_default=True,
+              help="How long this evaluation's runs are kept (`forever`: always); older eval runs are "
+                   "removed when an evaluation starts, except rated ones.")
 @_fail_cleanly
-def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, restart, **options) -> None:
+def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, restart, keep_runs, **options) -> None:
     """Answer every question of FILE and score the answers (resumable with
     the same settings, question file and store)."""
     from engine.evaluate import check_identity, evaluate, file_fingerprint, read_questions, summary_path, write_report
@@ -652,8 +688,20 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
         questions = questions[:limit]
     if progress is None:
         progress = sys.stderr.isatty()
+    from engine.runs import KEEP_FOREVER, expired, parse_age
+
+    if keep_runs != KEEP_FOREVER:
+        try:
+            parse_age(keep_runs)
+        except ValueError as e:
+            raise click.ClickException(f"--keep-runs: {e} (or `{KEEP_FOREVER}`)") from None
     with _settings(options).open(concurrency) as engine, _open(store) as s:
         engine.adopt(s)
+        if s.runs is not None:
+            engine.tags = {"origin": "eval", "keep": keep_runs}
+            gone = s.runs.delete(expired(s))
+            if gone:
+                echo(f"removed {gone} eval run(s) past their retention (rated runs and runs with corrections stay)")
         check_identity(out, {"settings": engine.describe(), "store": s.name,
                              "questions": {"file": file.name, "sha256": file_fingerprint(file)}},
                        restart)

@@ -263,6 +263,7 @@ class Engine:
     llm: LLMClient | None = None
     descriptions: Descriptions | None = None
     extra: dict = field(default_factory=dict)  # what runs record besides the search config
+    tags: dict = field(default_factory=dict)  # recorded with each run, not part of the settings (eval's retention)
 
     _adopted: str | None = field(default=None, repr=False)
 
@@ -287,7 +288,7 @@ class Engine:
 
         self.adopt(store)
         return ask(store, question, self.pruner, self.reasoner, self.config, topics, record=self.settings.record,
-                   extra_config=self.extra, llm=self.llm, descriptions=self.descriptions)
+                   extra_config={**self.extra, **self.tags}, llm=self.llm, descriptions=self.descriptions)
 
     def describe(self) -> dict:
         """What produced the answers: the search, the components and the model (no credentials)."""

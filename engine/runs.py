@@ -188,6 +188,35 @@ def cutoff(age: str) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
+def prune(runs, older_than: str) -> int:
+    """Delete the runs (``RunLog``) started before ``older_than`` (ISO 8601); how many went."""
+    limit = dt.datetime.fromisoformat(older_than)
+    return runs.delete([r.id for r in runs.list() if dt.datetime.fromisoformat(r.started) < limit])
+
+
+KEEP_FOREVER = "forever"
+
+
+def expired(store: Store, now: dt.datetime | None = None) -> list[str]:
+    """The runs past the retention they were recorded with (``config["keep"]``,
+    set by ``tog eval --keep-runs``): never a rated run, nor one a correction
+    was made for (both are what ``tog learn --from-feedback`` learns from)."""
+    runs = store.need_runs()
+    now = now or dt.datetime.now(dt.timezone.utc)
+    cited = {c.run for c in store.corrections.list()} if store.corrections is not None else set()
+    out = []
+    for r in runs.list():
+        keep = r.config.get("keep")
+        if not keep or keep == KEEP_FOREVER or r.feedback or r.id in cited:
+            continue
+        try:
+            if dt.datetime.fromisoformat(r.started) + parse_age(keep) < now:
+                out.append(r.id)
+        except (ValueError, OverflowError):
+            continue  # a retention this version cannot read: kept
+    return out
+
+
 def _first(names: list[str], shown: int = 10) -> str:
     if not names:
         return "(none)"

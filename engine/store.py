@@ -42,15 +42,15 @@ class RunLog(Protocol):
         ...
 
     def list(self) -> list[RunInfo]:
-        """Every run's header, oldest first."""
+        """Every run's header with its config and feedback (no stats), oldest first."""
         ...
 
     def get(self, run_id: str) -> RunTree:
         """A whole run; :class:`engine.errors.UnknownRunError` when there is none."""
         ...
 
-    def prune(self, older_than: str) -> int:
-        """Delete the runs started before ``older_than`` (ISO 8601); how many went."""
+    def delete(self, run_ids: Sequence[str]) -> int:
+        """Delete these runs (their headers and path nodes, nothing of the KG); how many went."""
         ...
 
     def feedback(self, run_id: str, entry: dict) -> None:

@@ -20,7 +20,7 @@ from engine.evaluate import read_questions
 from engine.graph import KnowledgeGraph, Node, PathRecord, Relation, RunInfo
 from engine.pruning import get_pruner
 from engine.reasoning import get_reasoner
-from engine.runs import ask, cutoff
+from engine.runs import ask, cutoff, prune
 from engine.search import SearchConfig
 from loaders.load import load_file
 
@@ -340,11 +340,11 @@ def test_prune_removes_old_runs_and_nothing_else(fixture_store):
     runs.start(old)
     runs.record_step("old", [PathRecord("p0", 0, iri("paul"), "Paul Author")])
     recent = _ask(fixture_store, "who directed the films written by [Paul Author]")
-    assert runs.prune("2025-01-01T00:00:00+00:00") == 1
+    assert prune(runs, "2025-01-01T00:00:00+00:00") == 1
     assert [r.id for r in runs.list()] == [recent.run_id]
     assert edges(fixture_store) == before
     assert fixture_store.kg.labels([iri("paul")]) == {iri("paul"): "Paul Author"}
-    assert runs.prune(cutoff("0s")) == 1 and runs.list() == []
+    assert prune(runs, cutoff("0s")) == 1 and runs.list() == []
 
 
 # -- parity: the same answers and run trees on both backends --------------

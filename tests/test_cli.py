@@ -64,8 +64,8 @@ def test_load_ask_runs_roundtrip(tog, kg_file, store_path):
 
     r = tog("runs", "list", "--store", store_path)
     assert r.exit_code == 0, r.output
-    (listed,) = r.output.splitlines()
-    assert listed.startswith(run_id)
+    header, listed = r.output.splitlines()
+    assert header.startswith("RUN ") and listed.startswith(run_id)
     assert TWO_HOP in listed
     assert "done" in listed
 

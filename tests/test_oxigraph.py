@@ -21,6 +21,7 @@ from engine.errors import StoreError, UnknownRunError
 from engine.paths import Hop
 from engine.graph import KnowledgeGraph, PathRecord, Relation, RunInfo, name_key
 from engine.queries import render, sparql, sparql_values
+from engine.runs import prune
 from engine.store import open_store
 
 
@@ -271,12 +272,12 @@ def test_prune_runs_only_removes_older_runs(store):
         store.runs.record_step(rid, _paths())
     kg_triples = store.kg.stats()["triples"]
     assert kg_triples == KG_TRIPLES  # runs live outside the KG's default graph
-    assert store.runs.prune("2024-06-01T12:00:00Z") == 1
+    assert prune(store.runs, "2024-06-01T12:00:00Z") == 1
     assert [r.id for r in store.runs.list()] == ["mid", "new"]
     with pytest.raises(UnknownRunError):
         store.runs.get("old")
     assert len(store.runs.get("mid").paths) == len(_paths())
-    assert store.runs.prune("2025-01-01T00:00:00Z") == 1
+    assert prune(store.runs, "2025-01-01T00:00:00Z") == 1
     assert [r.id for r in store.runs.list()] == ["new"]
     assert store.kg.stats()["triples"] == kg_triples
     assert store.kg.stats()["names"] > 0

@@ -187,3 +187,44 @@ def test_eval_refuses_to_resume_with_other_settings_or_questions(tog, tmp_path):
                 "--limit", "2", "--restart")
     assert again.exit_code == 0, again.output
     assert len(out.read_text(encoding="utf-8").splitlines()) == 2
+
+
+def test_eval_runs_expire_unless_rated_and_runs_list_filters(tog, tmp_path):
+    import time
+
+    from conftest import METAQA
+
+    store = tmp_path / "metaqa-store"
+    assert tog("load", METAQA / "kb.txt", "--store", store).exit_code == 0
+    first = tog("eval", METAQA / "questions.txt", "--store", store, "--out", tmp_path / "a.jsonl", "--limit", "3",
+                "--keep-runs", "1s")
+    assert first.exit_code == 0, first.output
+    evals = [json.loads(line)["run"] for line in (tmp_path / "a.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert tog("feedback", evals[0], "--store", store, "--rating", "good").exit_code == 0
+    asked = tog("ask", "who directed [Quiz Show]", "--store", store)
+    assert asked.exit_code == 0, asked.output
+    listed = json.loads(tog("runs", "list", "--json", "--store", store).output)
+    assert [x["keep"] for x in listed] == ["1s", "1s", "1s", None]
+    time.sleep(1.2)
+    second = tog("eval", METAQA / "questions.txt", "--store", store, "--out", tmp_path / "b.jsonl", "--limit", "2",
+                 "--keep-runs", "forever")
+    assert second.exit_code == 0, second.output
+    assert "removed 2 eval run(s) past their retention" in second.output
+    kept = json.loads(tog("runs", "list", "--json", "--store", store).output)
+    ids = [x["id"] for x in kept]
+    assert evals[0] in ids and evals[1] not in ids and evals[2] not in ids  # the rated one stays
+    assert len(kept) == 1 + 1 + 2 and [x["keep"] for x in kept][-2:] == ["forever", "forever"]
+    again = tog("runs", "prune", "--expired", "--store", store)
+    assert again.exit_code == 0 and "removed 0 run(s)" in again.output
+    assert tog("runs", "prune", "--store", store).exit_code == 2  # neither --older-than nor --expired
+
+    table = tog("runs", "list", "--store", store, "--limit", "2")
+    lines = table.output.splitlines()
+    assert lines[0].split() [:3] == ["RUN", "STARTED", "(UTC)"] and lines[-1] == "(2 of 4 runs shown)"
+    assert len(lines) == 4 and lines[1].index("done") == lines[2].index("done") == lines[0].index("STATUS")
+    assert kept[-1]["id"] in lines[2] and kept[-2]["id"] in lines[1]
+    assert tog("runs", "list", "--store", store, "--status", "failed").output.strip() == "no runs of the 4 kept match"
+    assert len(json.loads(tog("runs", "list", "--json", "--store", store, "--since", "1h").output)) == 4
+    assert json.loads(tog("runs", "list", "--json", "--store", store, "--since", "0s").output) == []
+    bad = tog("runs", "list", "--store", store, "--since", "yesterday")
+    assert bad.exit_code == 1 and "--since" in bad.output and no_traceback(bad)

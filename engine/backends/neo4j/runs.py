@@ -9,7 +9,6 @@ marked failed the next time any ``tog`` command connects to that database.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 from collections.abc import Sequence
@@ -29,7 +28,7 @@ def _no_run(run_id: str) -> UnknownRunError:
 def _run_info(r: dict, full: bool = False) -> RunInfo:
     return RunInfo(
         id=r["id"], question=r["question"], started=r["started"], status=r["status"], method=r["method"],
-        config=json.loads(r["config"]) if full and r.get("config") else {},
+        config=json.loads(r["config"]) if r.get("config") else {},
         answer=json.loads(r["answer"]) if r.get("answer") else [],
         stats=json.loads(r["stats"]) if full and r.get("stats") else {},
         finished=r.get("finished"),
@@ -107,12 +106,12 @@ class Neo4jRunLog:
     def keep_learned(self, text: str | None) -> None:
         self.session.run("setting_set", write=True, key="learned", value=json.dumps(text))
 
-    def prune(self, older_than: str) -> int:
-        limit = dt.datetime.fromisoformat(older_than)
+    def delete(self, run_ids: Sequence[str]) -> int:
+        known = {r.id for r in self.list()}
         dropped = 0
-        for run in self.list():
-            if dt.datetime.fromisoformat(run.started) < limit:
-                self.session.run("run_delete", write=True, id=run.id)
+        for run_id in run_ids:
+            if run_id in known:
+                self.session.run("run_delete", write=True, id=run_id)
                 dropped += 1
         return dropped
 

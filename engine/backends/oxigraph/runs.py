@@ -5,7 +5,6 @@ SPARQL-endpoint backend keeps its runs in one of these, in a local store.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Sequence
 
@@ -136,6 +135,10 @@ class OxigraphRunLog:
         return stale
 
     def list(self) -> list[RunInfo]:
+        feedback: dict[str, list[dict]] = {}
+        for q in self.db.store.quads_for_pattern(None, vocab("feedback"), None, None):
+            if isinstance(q.graph_name, ox.NamedNode):  # feedback lives in its run's graph
+                feedback.setdefault(q.graph_name.value, []).append(json.loads(_text(q.object)))
         out = []
         for row in self.db.query(sparql("runs")):
             out.append(RunInfo(
@@ -146,6 +149,8 @@ class OxigraphRunLog:
                 method=row["method"].value,
                 answer=json.loads(row["answer"].value) if row["answer"] is not None else [],
                 finished=row["finished"].value if row["finished"] is not None else None,
+                config=json.loads(row["config"].value) if row["config"] is not None else {},
+                feedback=sorted(feedback.get(row["g"].value, []), key=lambda f: f.get("at", "")),
             ))
         return out
 
@@ -202,13 +207,12 @@ class OxigraphRunLog:
     def keep_learned(self, text: str | None) -> None:
         self.db.index.set("learned", text)
 
-    def prune(self, older_than: str) -> int:
-        """Drop every run started before ``older_than`` (ISO 8601 timestamp)."""
-        limit = dt.datetime.fromisoformat(older_than)
+    def delete(self, run_ids: Sequence[str]) -> int:
+        known = {r.id for r in self.list()}
         dropped = 0
-        for run in self.list():
-            if dt.datetime.fromisoformat(run.started) < limit:
-                self.db.store.remove_graph(self._graph(run.id))
+        for run_id in run_ids:
+            if run_id in known:
+                self.db.store.remove_graph(self._graph(run_id))
                 dropped += 1
         self.db.flush()
         return dropped
