@@ -204,13 +204,15 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
             echo(f"{f}: already loaded ({report.triples:,} triples); nothing to do (--force reads it again)")
             continue
         resumed = f", resumed at line {report.resumed_from:,}" if report.resumed_from else ""
-        echo(f"{f}: {report.triples:,} triples, {report.skipped:,} lines skipped, "
+        labels = f" ({report.names:,} of them name labels)" if report.format in ("delimited", "tsv", "csv") else ""
+        echo(f"{f}: {report.triples:,} triples read{labels}, {report.skipped:,} lines skipped, "
              f"{report.names:,} names indexed in {report.seconds:.1f}s "
              f"({report.rate:,.0f} triples/s{resumed})")
         for line, reason in report.bad:
             echo(f"  line {line}: {reason}")
         if report.skipped > len(report.bad):
-            echo(f"  … and {report.skipped - len(report.bad):,} more bad lines")
+            before = " (skipped before the resume)" if report.resumed_from and not report.bad else ""
+            echo(f"  … and {report.skipped - len(report.bad):,} more bad lines{before}")
 
 
 @cli.command()
@@ -945,11 +947,21 @@ def relations(store, as_json) -> None:
 @store_option
 @_fail_cleanly
 def info(store) -> None:
-    """What the store holds."""
+    """What the store holds: counts, relations, loads, corrections, runs,
+    and the settings its loads and summaries were made with."""
+    from engine.text import printable
+
     with _open(store) as s:
         stats = s.stats()
+    notes = {"relations": " (`tog relations` lists them with their counts)"}
     for k, v in stats.items():
-        echo(f"{k}: {v:,}" if isinstance(v, int) else f"{k}: {v}")
+        if isinstance(v, list):
+            echo(f"{k}: {len(v)}" if k == "loads" else f"{k}: {', '.join(str(x) for x in v) or '(none)'}")
+            if k == "loads":
+                for item in v:
+                    echo(f"  {printable(str(item))}")
+        else:
+            echo((f"{k}: {v:,}" if isinstance(v, int) else f"{k}: {v}") + notes.get(k, ""))
 
 
 def main() -> None:

@@ -186,6 +186,14 @@ class BulkSink(Protocol):
         """The load is over (finished or failed)."""
         ...
 
+    def loads(self) -> list[LoadCheckpoint]:
+        """Every source loaded or partly loaded, with its checkpoint, by path."""
+        ...
+
+    def name_predicates(self) -> tuple[str, ...]:
+        """The predicates whose literals name entities (what the loads were given)."""
+        ...
+
 
 class RunBrowser(Protocol):
     """A graph browser that draws runs (Neo4j Browser)."""
@@ -236,8 +244,21 @@ class Store:
         return self.browser
 
     def stats(self) -> dict:
-        """What ``tog info`` shows: the KG's counts and the runs kept."""
+        """What ``tog info`` shows: the KG's counts, its relations, the loads
+        and the settings they were given, the corrections and the runs kept."""
         out = dict(self.kg.stats())
+        out["relations"] = len(self.kg.relation_counts())
+        if self.sink is not None:
+            out["name predicates"] = list(self.sink.name_predicates())
+            out["loads"] = [f"{c.path}: {c.triples:,} triples read, {c.names:,} names, {c.skipped:,} lines skipped, "
+                            + ("complete" if c.complete else f"stopped after line {c.lines:,} (a re-run resumes)")
+                            for c in self.sink.loads()]
+        if self.corrections is not None:
+            kinds = {"active": 0, "reverted": 0, "no-op": 0}
+            for c in self.corrections.list():
+                kind = "no-op" if not (c.added or c.removed) else "reverted" if c.status == "reverted" else "active"
+                kinds[kind] += 1
+            out["corrections"] = ", ".join(f"{n:,} {k}" for k, n in kinds.items())
         if self.runs is not None:
             out["runs"] = len(self.runs.list())
         return out

@@ -193,14 +193,23 @@ class _Job:
 
     def commit(self, statements: int, lines: int, names: int, bad) -> None:
         """Record a written piece: bad lines, counts, then the checkpoint, which
-        commits the names queued for this piece (``names``: their number)."""
+        commits the names queued for this piece (``names``: their number).
+        Past ``max_errors`` the piece is still recorded (the store then holds
+        what its checkpoint says, names included, and a re-run resumes after
+        it) before the ``LoadError`` goes up."""
         report = self.report
+        over: LoadError | None = None
         for lineno, reason in bad:
-            report.bad_line(lineno, reason, self.max_errors)
+            try:
+                report.bad_line(lineno, reason, self.max_errors)
+            except LoadError as e:
+                over = over or e
         report.names += names
         report.triples += statements
         report.lines += lines
         self.checkpoint()
+        if over is not None:
+            raise over
 
 
 class _Feed:
@@ -221,6 +230,7 @@ class _Feed:
         self.buf, self.pos = b"", 0
         self.lines = self.statements = 0
         self.eof = False
+        self.stopped = False  # past max_errors: the loader gets no more blocks, and the segment ends here
         self.queue_names = job.names  # names go to the index (committed with the checkpoint)
         self.names_done = native.names_done  # builds the name index once the file's names are queued
         self.names = 0
@@ -269,7 +279,7 @@ class _Feed:
             self._index_stash()
 
     def _fill(self) -> bool:
-        if self.lines >= self.max_lines or self.eof:
+        if self.lines >= self.max_lines or self.eof or self.stopped:
             self._index_in_background()
             return False
         if self.fmt == "nt":
@@ -298,9 +308,8 @@ class _Feed:
             data, names, triples_, bad = self.convert(lines, self.first_line + self.lines)
             self.names += self.queue_names(names)
             self.bad.extend(bad)
-            if self.report.skipped + len(self.bad) > self.max_errors:
-                for line, reason in self.bad:  # raises LoadError on the first one past the limit
-                    self.report.bad_line(line, reason, self.max_errors)
+            # past the limit: this block is the segment's last (committed, then the load stops)
+            self.stopped = self.report.skipped + len(self.bad) > self.max_errors
             self.statements += triples_
         self.buf, self.pos = data, 0
         self.lines += count

@@ -74,8 +74,9 @@ class Converter:
 
     def __call__(self, lines: list[bytes], first: int):
         """``(data, names, triples, bad)``: N-Triples bytes, (IRI, key) pairs
-        for the linking index (new ones only), the number of triples, and
-        (line number, reason) of each bad line."""
+        for the linking index (new ones only), the number of triples in the
+        data (one per good line, one per name label), and (line number,
+        reason) of each bad line."""
         delim, csv_format = self.delim, self.fmt == "csv"
         iris, relations = self.iris, self.relations
         if len(iris) > SEEN_MAX:
@@ -135,7 +136,7 @@ class Converter:
         bad.sort()
         out.extend(f"<{iri}> {LABEL} {_literal(label)} .\n" for iri, label in new)
         keys = name_keys([label for _, label in new])
-        return "".join(out).encode("utf-8"), [(iri, k) for (iri, _), k in zip(new, keys)], count, bad
+        return "".join(out).encode("utf-8"), [(iri, k) for (iri, _), k in zip(new, keys)], count + len(new), bad
 
 
 def convert(lines: list[bytes], first: int, fmt: str, delimiter: str | None):

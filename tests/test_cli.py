@@ -46,7 +46,7 @@ def _wait_for_next_second(stamp: str) -> None:
 def test_load_ask_runs_roundtrip(tog, kg_file, store_path):
     r = tog("load", kg_file, "--store", store_path)
     assert r.exit_code == 0, r.output
-    assert f"{KG_TRIPLES} triples, 0 lines skipped" in r.output
+    assert f"{KG_TRIPLES} triples read, 0 lines skipped" in r.output
 
     r = tog("info", "--store", store_path)
     assert r.exit_code == 0, r.output
@@ -230,7 +230,7 @@ def test_load_reports_bad_lines(tog, tmp_path):
     f.write_text(f"<{iri('a')}> <{iri('p')}> <{iri('b')}> .\nnot a triple\n<{iri('b')}> <{iri('p')}> <{iri('c')}> .\n")
     r = tog("load", f, "--store", tmp_path / "s")
     assert r.exit_code == 0, r.output
-    assert "2 triples, 1 lines skipped" in r.output
+    assert "2 triples read, 1 lines skipped" in r.output
     assert "  line 2: " in r.output
 
 

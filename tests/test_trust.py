@@ -32,7 +32,7 @@ def test_a_file_with_some_good_lines_still_loads_them(tog, tmp_path):
     mixed = tmp_path / "kb.nt"
     mixed.write_text('<urn:a> <urn:r> <urn:b> .\nnot a triple\n<urn:b> <urn:r> <urn:c> .\n', encoding="utf-8")
     done = tog("load", mixed, "--store", tmp_path / "s")
-    assert done.exit_code == 0 and "2 triples, 1 lines skipped" in done.output
+    assert done.exit_code == 0 and "2 triples read, 1 lines skipped" in done.output
 
 
 def test_runs_a_killed_process_left_running_are_marked_failed(tog, tmp_path):
@@ -105,7 +105,7 @@ def test_a_byte_order_mark_is_not_part_of_a_name_and_nul_bytes_are_bad_lines(tog
                    + b"Quiz\x00Show|starred_actors|Ralph Fiennes\n")
     store = tmp_path / "s"
     done = tog("load", kb, "--store", store)
-    assert done.exit_code == 0 and "2 triples, 1 lines skipped" in done.output and "NUL" in done.output
+    assert done.exit_code == 0 and "5 triples read (3 of them name labels), 1 lines skipped" in done.output and "NUL" in done.output
     found = tog("ask", "who directed [Quiz Show]", "--store", store, "--json")
     assert found.exit_code == 0, found.output
     data = json.loads(found.output)
@@ -228,3 +228,47 @@ def test_eval_runs_expire_unless_rated_and_runs_list_filters(tog, tmp_path):
     assert json.loads(tog("runs", "list", "--json", "--store", store, "--since", "0s").output) == []
     bad = tog("runs", "list", "--store", store, "--since", "yesterday")
     assert bad.exit_code == 1 and "--since" in bad.output and no_traceback(bad)
+
+
+def test_load_summaries_and_info_agree_on_what_was_read_and_what_is_there(tog, tmp_path):
+    import re
+    import shutil
+
+    from conftest import METAQA
+
+    store = tmp_path / "s"
+    first = tog("load", METAQA / "kb.txt", "--store", store)
+    assert first.exit_code == 0, first.output
+    read, labels, names = map(lambda x: int(x.replace(",", "")), re.search(
+        r"([\d,]+) triples read \(([\d,]+) of them name labels\), 0 lines skipped, ([\d,]+) names indexed",
+        first.output).groups())
+    lines = [x for x in (METAQA / "kb.txt").read_text(encoding="utf-8").splitlines() if x.strip()]
+    assert read == len(lines) + labels and labels == names
+
+    def info() -> list[str]:
+        shown = tog("info", "--store", store)
+        assert shown.exit_code == 0, shown.output
+        return shown.output.splitlines()
+
+    assert f"triples: {read:,}" in info() and f"names: {names:,}" in info()
+    # the same facts under another file name: read again, stored once
+    copy = tmp_path / "copy.txt"
+    shutil.copy(METAQA / "kb.txt", copy)
+    assert f"{read:,} triples read" in tog("load", copy, "--store", store).output
+    shown = info()
+    assert f"triples: {read:,}" in shown and "loads: 2" in shown
+    assert sum(1 for x in shown if x.startswith("  ") and x.endswith(", complete")) == 2
+    assert any(x.startswith("relations: ") for x in shown) and any(x.startswith("name predicates: ") for x in shown)
+    # a stopped load says where a re-run resumes
+    broken = tmp_path / "broken.txt"
+    broken.write_text("a|r|b\n" * 3 + "bad line\n" * 5, encoding="utf-8")
+    stopped = tog("load", broken, "--store", store, "--max-errors", "2")
+    assert stopped.exit_code == 1
+    assert any("broken.txt" in x and "(a re-run resumes)" in x for x in info())
+    # corrections: a real one and a no-op
+    there = tog("correct", "--store", store, "--add", "Quiz Show|directed_by|Robert Redford", "--reason", "sure")
+    assert there.exit_code == 0, there.output
+    new = tog("correct", "--store", store, "--add", "Quiz Show|directed_by|Paul Attanasio", "--reason", "a test")
+    assert new.exit_code == 0, new.output
+    assert "corrections: 1 active, 0 reverted, 1 no-op" in info()
+    assert f"triples: {read + 3 + 1:,}" in info()  # the broken file's a|r|b and two names, the new fact

@@ -114,17 +114,17 @@ class Neo4jSink(PendingWrites):
 
     def _checkpoint(self, source: str) -> dict:
         row = self.session.run("load_checkpoint_get", source=source)[0]
-        done = _strip(row["checkpoint"] or {})
-        parts = {p["from"]: p for p in row["parts"]}
-        if parts:  # join the parts after the checkpoint; drop the rest (written again)
-            at = done.get("lines", 0)
-            while at in parts:
-                part = _strip(parts.pop(at))
-                done.update(part)
-                at = part.get("lines", at)
+        done = _joined(row["checkpoint"], row["parts"])
+        if row["parts"]:
             self.session.run("load_checkpoint_set", write=True, source=source, values=done)
         self._from[source] = done.get("lines", 0)
         return done
+
+    def loads(self) -> list[LoadCheckpoint]:
+        return [LoadCheckpoint.from_dict(_joined(r["checkpoint"], r["parts"])) for r in self.session.run("loads_list")]
+
+    def name_predicates(self) -> tuple[str, ...]:
+        return self.session.name_predicates
 
     def begin(self) -> None:
         self.session.run_batched("summaries_clear")  # the load may add edges anywhere: samples are remade
@@ -262,6 +262,19 @@ class _Chunk:
         if len(self.cache) + len(self.nodes) > KNOWN_NODES:
             self.cache.clear()
         self.cache.update(self.nodes)
+
+
+def _joined(checkpoint: dict | None, parts: list[dict]) -> dict:
+    """A source's checkpoint with the parts written after it joined on in line
+    order (a part that does not follow on is dropped: it is written again)."""
+    done = _strip(checkpoint or {})
+    by_start = {p["from"]: p for p in parts}
+    at = done.get("lines", 0)
+    while at in by_start:
+        part = _strip(by_start.pop(at))
+        done.update(part)
+        at = part.get("lines", at)
+    return done
 
 
 def _strip(checkpoint: dict) -> dict:

@@ -95,6 +95,12 @@ class NameIndex:
         return {"path": row[0], "lines": row[1], "triples": row[2], "skipped": row[3], "complete": bool(row[4]),
                 "names": row[5]}
 
+    def checkpoints(self) -> list[dict]:
+        """Every source's checkpoint, by path."""
+        rows = self.db.execute("SELECT path, lines, triples, skipped, complete, names FROM loads ORDER BY path, source")
+        return [{"path": r[0], "lines": r[1], "triples": r[2], "skipped": r[3], "complete": bool(r[4]), "names": r[5]}
+                for r in rows]
+
     def set_checkpoint(self, source: str, *, path: str, lines: int, triples: int, skipped: int,
                        names: int = 0, complete: bool = False) -> None:
         """Record progress and commit it together with the names queued since."""

@@ -58,6 +58,12 @@ class OxigraphSink:
     def discard(self) -> None:
         self.db.index.rollback()
 
+    def loads(self) -> list[LoadCheckpoint]:
+        return [LoadCheckpoint.from_dict(c) for c in self.db.index.checkpoints()]
+
+    def name_predicates(self) -> tuple[str, ...]:
+        return self.db.name_predicates
+
     def end(self) -> None:
         self.db.index.end_bulk(True)
         self.db.generation += 1
