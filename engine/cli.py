@@ -205,11 +205,12 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
             continue
         resumed = f", resumed at line {report.resumed_from:,}" if report.resumed_from else ""
         labels = f" ({report.names:,} of them name labels)" if report.format in ("delimited", "tsv", "csv") else ""
+        long_names = f" ({report.unindexed:,} too long to index: shown, not linked)" if report.unindexed else ""
         echo(f"{f}: {report.triples:,} triples read{labels}, {report.skipped:,} lines skipped, "
-             f"{report.names:,} names indexed in {report.seconds:.1f}s "
+             f"{report.names:,} names indexed{long_names} in {report.seconds:.1f}s "
              f"({report.rate:,.0f} triples/s{resumed})")
         for line, reason in report.bad:
-            echo(f"  line {line}: {reason}")
+            echo(f"  line {line}: {reason}" if line else f"  {reason}")
         if report.skipped > len(report.bad):
             before = " (skipped before the resume)" if report.resumed_from and not report.bad else ""
             echo(f"  … and {report.skipped - len(report.bad):,} more bad lines{before}")

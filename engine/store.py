@@ -152,6 +152,13 @@ class BulkSink(Protocol):
         """The engine's own N-Triples reader, when it has one."""
         ...
 
+    @property
+    def max_term_bytes(self) -> int | None:
+        """The longest IRI or literal (UTF-8 bytes) the store can keep, when it
+        has a limit (Neo4j cannot index longer ids); a statement with a longer
+        one is a bad line."""
+        ...
+
     def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False) -> LoadCheckpoint:
         """Start (or resume) loading ``source``: remember the name
         predicates, forget an earlier load of it when ``force``, and return
@@ -190,6 +197,7 @@ class BulkSink(Protocol):
         """Every source loaded or partly loaded, with its checkpoint, by path."""
         ...
 
+    @property
     def name_predicates(self) -> tuple[str, ...]:
         """The predicates whose literals name entities (what the loads were given)."""
         ...
@@ -249,7 +257,7 @@ class Store:
         out = dict(self.kg.stats())
         out["relations"] = len(self.kg.relation_counts())
         if self.sink is not None:
-            out["name predicates"] = list(self.sink.name_predicates())
+            out["name predicates"] = list(self.sink.name_predicates)
             out["loads"] = [f"{c.path}: {c.triples:,} triples read, {c.names:,} names, {c.skipped:,} lines skipped, "
                             + ("complete" if c.complete else f"stopped after line {c.lines:,} (a re-run resumes)")
                             for c in self.sink.loads()]

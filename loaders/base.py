@@ -40,6 +40,7 @@ class LoadReport:
     lines: int = 0
     skipped: int = 0
     names: int = 0
+    unindexed: int = 0  # names too long to index for linking (kept as names, not linked)
     bad: list[tuple[int, str]] = field(default_factory=list)
     seconds: float = 0.0
     resumed_from: int = 0

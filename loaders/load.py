@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
+from engine.backends.common import term_too_long
 from engine.errors import LoadError
 from engine.graph import DEFAULT_NAME_PREDICATES, names_a_relation
 from engine.store import BulkSink, LoadCheckpoint, NativeLoader
@@ -47,6 +48,7 @@ from loaders.base import (
     source_id,
 )
 
+MAX_NAME_KEY = 1000  # characters of a name's linking key; longer names are shown, not indexed
 LINE_FORMATS = {"nt", "nq", "delimited", "tsv", "csv"}
 # Fast path: lines per bulk-load call (and checkpoint).  Large on purpose: a
 # bulk load into a store that already holds data is much slower (measured at
@@ -183,8 +185,15 @@ class _Job:
     segment_lines: int
 
     def names(self, pairs) -> int:
-        # a relation's label (a Wikidata subset writes wdt:P19's) names no entity
-        return self.sink.names([(e, k) for e, k in pairs if not names_a_relation(e)], self.sid)
+        # a relation's label (a Wikidata subset writes wdt:P19's) names no entity; a name
+        # longer than anyone types is shown but not indexed for linking (counted apart)
+        kept = []
+        for e, k in pairs:
+            if len(k) > MAX_NAME_KEY:
+                self.report.unindexed += 1
+            elif not names_a_relation(e):
+                kept.append((e, k))
+        return self.sink.names(kept, self.sid)
 
     def checkpoint(self, complete: bool = False) -> None:
         r = self.report
@@ -392,7 +401,7 @@ def _load_lines(job: _Job, start_line: int) -> None:
     delimiter = (job.delimiter or triples.file_delimiter(path, fmt)) if delimited else None
 
     def converter() -> triples.Converter | None:
-        return triples.Converter(fmt, delimiter) if delimited else None
+        return triples.Converter(fmt, delimiter, job.sink.max_term_bytes) if delimited else None
 
     convert = converter()
     stream = open_binary(path)
@@ -552,13 +561,20 @@ def _rdf_chunk(job: _Job, lines, first, fmt):
     good: list[ox.Quad] = []
     bad: list[tuple[int, str]] = []
     ox_format = rdf.OX_FORMATS[fmt]
+    limit = job.sink.max_term_bytes
     for offset, line in enumerate(lines):
         if line.isspace() or not line:
             continue
         try:
-            good.extend(rdf.skolem_quad(q, sid) for q in ox.parse(line, ox_format))
+            parsed = [rdf.skolem_quad(q, sid) for q in ox.parse(line, ox_format)]
         except SyntaxError as e:
             bad.append((first + offset, str(e).split(" (line")[0].replace("at line 1 ", "")))
+            continue
+        why = limit and next((w for q in parsed if (w := term_too_long(q, limit, job.predicates))), None)
+        if why:
+            bad.append((first + offset, why))
+        else:
+            good.extend(parsed)
     if good:
         job.sink.write(good)
     return len(good), rdf.name_pairs(good, job.predicates, job.langs), bad
@@ -567,6 +583,7 @@ def _rdf_chunk(job: _Job, lines, first, fmt):
 def _load_stream(job: _Job) -> None:
     batch: list[ox.Quad] = []
     report, bar = job.report, job.bar
+    limit = job.sink.max_term_bytes
 
     def flush() -> None:
         if batch:
@@ -580,7 +597,12 @@ def _load_stream(job: _Job) -> None:
             if isinstance(item, tuple):
                 report.bad_line(item[0], item[1], job.max_errors)
                 continue
-            batch.append(rdf.skolem_quad(item, job.sid))
+            quad = rdf.skolem_quad(item, job.sid)
+            why = limit and term_too_long(quad, limit, job.predicates)
+            if why:
+                report.bad_line(0, f"a statement about {str(quad.subject)[:60]}: {why}", job.max_errors)
+                continue
+            batch.append(quad)
             if len(batch) >= QUAD_BATCH:
                 flush()
                 bar.update(raw_position(stream), report.triples, report.skipped)

@@ -66,8 +66,9 @@ class Converter:
     triple and a row for the linking index) only the first time the load
     meets it: a name said on many lines is written once."""
 
-    def __init__(self, fmt: str, delimiter: str | None) -> None:
+    def __init__(self, fmt: str, delimiter: str | None, max_term_bytes: int | None = None) -> None:
         self.fmt = fmt
+        self.max_iri = max_term_bytes or 0  # IRIs are ASCII: characters are bytes
         self.delim = delimiter or ("\t" if fmt == "tsv" else "," if fmt == "csv" else "|")
         self.iris: dict[str, str] = {}  # node text -> IRI, for the texts named in this load
         self.relations: dict[str, str] = {}
@@ -120,6 +121,12 @@ class Converter:
             if not (head and rel and tail):
                 bad.append((first + offset, "empty field"))
                 continue
+            if self.max_iri and max(len(head), len(tail), len(rel)) * 3 + len(ENTITY_NS) > self.max_iri:
+                longest = max((entity_iri(head), entity_iri(tail), relation_iri(rel)), key=len)
+                if len(longest) > self.max_iri:
+                    bad.append((first + offset, f"a field's IRI is {len(longest):,} bytes long; this store "
+                                                f"keeps at most {self.max_iri:,}"))
+                    continue
             if head in iris:
                 h = iris[head]
             else:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from functools import lru_cache
 from typing import TypeVar
+
+import pyoxigraph as ox
 
 from engine.graph import (
     CANDIDATE_WINDOW,
@@ -159,3 +161,18 @@ def label_relations(kg: KnowledgeGraph, found: dict[str, list[Relation]], cache:
             cache[rid] = names.get(rid)
     for e, rels in found.items():
         found[e] = [replace(r, label=cache.get(r.id)) for r in rels]
+
+
+def term_too_long(q: ox.Quad, limit: int, names: Collection[str] = ()) -> str | None:
+    """Why the quad cannot be kept by a store whose ids are at most ``limit``
+    UTF-8 bytes (None when it can). A name (a literal of a predicate in
+    ``names``) is no id: only its linking key is indexed, and that is capped
+    apart (``loaders.load.MAX_NAME_KEY``)."""
+    name = q.predicate.value in names
+    for what, term in (("subject", q.subject), ("object", q.object)):
+        if name and what == "object":
+            continue
+        text = term.value if isinstance(term, ox.NamedNode) else str(term) if isinstance(term, ox.Literal) else ""
+        if len(text) * 4 > limit and len(size := text.encode("utf-8")) > limit:
+            return f"its {what} is {len(size):,} bytes long; this store keeps at most {limit:,}"
+    return None

@@ -19,7 +19,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import pyoxigraph as ox
 
-from engine.backends.common import chunks, lang_rank, sample_hash
+from engine.backends.common import chunks, lang_rank, sample_hash, term_too_long
 from engine.backends.neo4j.session import Neo4jSession
 from engine.errors import StoreError
 from engine.queries import cypher
@@ -30,6 +30,9 @@ WRITERS = 2  # chunk transactions in flight while loading
 KNOWN_NODES = 2_000_000  # node ids a load remembers (then it starts over)
 HASH_MASK = (1 << 64) - 1
 CHUNK_BYTES = 16 << 20  # bytes of lines written (and checkpointed) per transaction
+# Neo4j's range indexes (the unique ids of entities and values) refuse keys over
+# about 8 KB ("Property value is too large to index"): longer terms are bad lines.
+MAX_TERM_BYTES = 8000
 
 
 def literal_parts(term: ox.Literal) -> list:
@@ -71,12 +74,21 @@ class PendingWrites:
     _pending: list[ox.Quad]
     _pending_names: list[tuple[str, str, str]]
 
+    @property
+    def name_predicates(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
     native = None  # no engine-side bulk reader: triples are parsed here
+    max_term_bytes = MAX_TERM_BYTES
 
     def write_ntriples(self, data: bytes) -> None:
-        """Parse N-Triples bytes (``SyntaxError`` on a bad line, and nothing
-        kept) and queue the triples for the next commit."""
-        self._pending.extend(list(ox.parse(data, ox.RdfFormat.N_TRIPLES)))  # all or nothing
+        """Parse N-Triples bytes (``SyntaxError`` on a bad line or a term too
+        long to index, and nothing kept) and queue the triples for the next commit."""
+        quads = list(ox.parse(data, ox.RdfFormat.N_TRIPLES))  # all or nothing
+        names = self.name_predicates
+        if len(data) > MAX_TERM_BYTES and any(term_too_long(q, MAX_TERM_BYTES, names) for q in quads):
+            raise SyntaxError("a term too long for Neo4j to index")  # the loader retries line by line
+        self._pending.extend(quads)
 
     def names(self, pairs: Iterable[tuple[str, str]], source: str) -> int:
         rows = [(k, e, source) for e, k in pairs if k]
@@ -123,6 +135,7 @@ class Neo4jSink(PendingWrites):
     def loads(self) -> list[LoadCheckpoint]:
         return [LoadCheckpoint.from_dict(_joined(r["checkpoint"], r["parts"])) for r in self.session.run("loads_list")]
 
+    @property
     def name_predicates(self) -> tuple[str, ...]:
         return self.session.name_predicates
 

@@ -25,6 +25,7 @@ class OxigraphSink:
     """``BulkSink`` of an embedded store."""
 
     chunk_bytes = CHUNK_BYTES
+    max_term_bytes = None
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -61,6 +62,7 @@ class OxigraphSink:
     def loads(self) -> list[LoadCheckpoint]:
         return [LoadCheckpoint.from_dict(c) for c in self.db.index.checkpoints()]
 
+    @property
     def name_predicates(self) -> tuple[str, ...]:
         return self.db.name_predicates
 
