@@ -530,12 +530,15 @@ def feedback(run_id, store, rating, comment, answers) -> None:
 @store_option
 @click.option("--remove", "remove", multiple=True, metavar="S|R|O", help="A fact to take out (repeatable).")
 @click.option("--add", "add", multiple=True, metavar="S|R|O", help="A fact to put in (repeatable).")
+@click.option("--new", "new", multiple=True, metavar="NAME",
+              help="An entity to make, named NAME (or `<IRI> NAME`), that the facts may name (repeatable).")
 @click.option("--file", "patch", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="More facts, one per line: `+ S|R|O` to add, `- S|R|O` to remove (# starts a comment).")
+              help="More facts, one per line: `+ S|R|O` to add, `- S|R|O` to remove, `new NAME` to make an "
+                   "entity (# starts a comment).")
 @click.option("--run", "run_id", default=None, help="The run that prompted the correction (or `last`).")
 @click.option("--reason", required=True, help="Why: kept with the correction.")
 @_fail_cleanly
-def correct(store, remove, add, patch, run_id, reason) -> None:
+def correct(store, remove, add, new, patch, run_id, reason) -> None:
     """Correct the KG: remove and add facts, recorded with provenance.
 
     \b
@@ -547,18 +550,20 @@ def correct(store, remove, add, patch, run_id, reason) -> None:
     from engine.feedback import correct as apply
     from engine.feedback import read_patch
     from engine.runs import last_run_id
+    from engine.text import printable
 
     if patch is not None:
-        more_removed, more_added = read_patch(patch)
-        remove, add = (*remove, *more_removed), (*add, *more_added)
+        more_removed, more_added, more_new = read_patch(patch)
+        remove, add, new = (*remove, *more_removed), (*add, *more_added), (*new, *more_new)
     with _open(store) as s:
-        c = apply(s, remove, add, reason, last_run_id(s.need_runs(), run_id) if run_id else None)
-    if not c.removed and not c.added:
+        c = apply(s, remove, add, reason, last_run_id(s.need_runs(), run_id) if run_id else None, new)
+    made = "".join(f", made {printable(n)} <{e}>" for e, n in c.named)
+    if not c.removed and not c.added and not c.named:
         echo(f"correction {c.id}: nothing changed, {len(c.kept)} already there (recorded as a no-op; it blocks "
              "no revert)")
         return
     echo(f"correction {c.id}: {len(c.removed)} removed, {len(c.added)} added"
-         + (f", {len(c.kept)} already there" if c.kept else "") + f" (undo: tog corrections revert {c.id})")
+         + (f", {len(c.kept)} already there" if c.kept else "") + made + f" (undo: tog corrections revert {c.id})")
 
 
 @cli.group()
@@ -589,9 +594,11 @@ def corrections_list(store, as_json) -> None:
     from engine.text import printable
 
     for c in items:
-        status = "no-op" if c.status == "active" and not c.removed and not c.added else c.status
+        status = "no-op" if c.status == "active" and not c.removed and not c.added and not c.named else c.status
         echo(f"{c.id}  {c.created}  {status}{' ' + c.reverted if c.reverted else ''}"
              f"{'  run ' + c.run if c.run else ''}  reason: {printable(c.reason or '')}")
+        for e, n in c.named:
+            echo(f"  * new entity {printable(n)}   <{e}>")
         for tag, facts in (("-", c.removed), ("+", c.added), ("= (already there)", c.kept)):
             for s_, r, o in facts:
                 line = (f"  {tag} {names.get(s_, s_)} | {local_name(r)} | {names.get(o, o)}   "
@@ -607,16 +614,21 @@ def corrections_list(store, as_json) -> None:
 @_fail_cleanly
 def corrections_export(correction_id, store, removed, as_patch) -> None:
     """Write what CORRECTION_ID changed as N-Triples (to apply elsewhere, or keep)."""
+    import pyoxigraph as ox
+
     from engine.feedback import find, ntriples
+
+    from engine.graph import RDFS_LABEL
 
     with _open(store) as s:
         c = find(s, correction_id)
+    labels = [(e, RDFS_LABEL, str(ox.Literal(n))) for e, n in c.named]  # the names of the entities it made
     if as_patch:
-        for tag, facts in (("D", c.removed), ("A", c.added)):
+        for tag, facts in (("D", c.removed), ("A", labels + c.added)):
             for f in facts:
                 click.echo(f"{tag} {ntriples(f)}")  # N-Triples escapes every control character itself
         return
-    for f in c.removed if removed else c.added:
+    for f in c.removed if removed else labels + c.added:
         click.echo(ntriples(f))
 
 
@@ -630,7 +642,8 @@ def corrections_revert(correction_id, store) -> None:
 
     with _open(store) as s:
         c = revert(s, correction_id)
-    echo(f"reverted {c.id}: {len(c.added)} facts taken out, {len(c.removed)} put back")
+    echo(f"reverted {c.id}: {len(c.added)} facts taken out, {len(c.removed)} put back"
+         + (f", {len(c.named)} entities it made taken out" if c.named else ""))
 
 
 @runs.command("prune")

@@ -48,8 +48,11 @@ def _iri(text: str) -> str | None:
     return None
 
 
-def _entities(kg: KnowledgeGraph, text: str, what: str) -> list[str]:
-    """The entity ids ``text`` may mean (an IRI, or every entity of that name)."""
+def _entities(kg: KnowledgeGraph, text: str, what: str, made: dict[str, str] | None = None) -> list[str]:
+    """The entity ids ``text`` may mean (an IRI, or every entity of that name;
+    ``made``: the new entities of this correction, by name and by IRI)."""
+    if made and text.strip() in made:
+        return [made[text.strip()]]
     iri = _iri(text)
     if iri is not None:
         if not kg.has_entity(iri):
@@ -85,18 +88,44 @@ def _relation(kg: KnowledgeGraph, text: str, subject: str, known: Sequence[str])
     raise CorrectionError(f"relation {text!r}: the subject has no relation of that name; give its IRI")
 
 
-def _objects(kg: KnowledgeGraph, text: str) -> list[str]:
+def _objects(kg: KnowledgeGraph, text: str, made: dict[str, str] | None = None) -> list[str]:
     text = text.strip()
     if is_literal(text):
         try:
             return [str(literal_term(text))]
         except (SyntaxError, ValueError, StopIteration):
             raise CorrectionError(f"object {text!r} is not an N-Triples literal") from None
-    return _entities(kg, text, "object")
+    return _entities(kg, text, "object", made)
+
+
+def new_entity(kg: KnowledgeGraph, text: str) -> tuple[str, str]:
+    """``NAME`` or ``<IRI> NAME`` -> (IRI, name) of an entity to make. A bare
+    name gets the IRI a delimited load gives it (``urn:tog:e:NAME``, quoted),
+    so a later load that names it too meets the same node."""
+    from loaders.triples import entity_iri
+
+    text = text.strip()
+    iri = None
+    if text.startswith("<") and ">" in text:
+        iri, text = _iri(text[:text.index(">") + 1]), text[text.index(">") + 1:].strip()
+    if not text:
+        raise CorrectionError("a new entity needs a name: --new NAME or --new '<IRI> NAME'")
+    if iri is None:
+        try:
+            taken = [n.id for n in resolve(kg, [text])]
+        except UnknownEntityError:
+            taken = []
+        if taken:
+            raise CorrectionError(f"{text!r} already names {', '.join(f'<{t}>' for t in taken[:3])}: use it, or give "
+                                  f"the new entity its own IRI (--new '<IRI> {text}')")
+        iri = entity_iri(text)
+    if kg.has_entity(iri):
+        raise CorrectionError(f"<{iri}> is in the KG already; name an existing entity in the facts instead")
+    return iri, text
 
 
 def parse_fact(kg: KnowledgeGraph, log: CorrectionLog, text: str, known_relations: Sequence[str] = (),
-               existing: bool = False) -> Fact:
+               existing: bool = False, made: dict[str, str] | None = None) -> Fact:
     """``subject|relation|object`` -> (subject IRI, relation IRI, object id).
 
     A name that several entities share is narrowed to the exact spelling,
@@ -105,8 +134,8 @@ def parse_fact(kg: KnowledgeGraph, log: CorrectionLog, text: str, known_relation
     parts = text.split("|")
     if len(parts) != 3 or not all(p.strip() for p in parts):
         raise CorrectionError(f"{text!r} is not a fact; write it as SUBJECT|RELATION|OBJECT")
-    subjects = _entities(kg, parts[0], "subject")
-    objects = _objects(kg, parts[2])
+    subjects = _entities(kg, parts[0], "subject", made)
+    objects = _objects(kg, parts[2], made)
     if existing and (len(subjects) > 1 or len(objects) > 1):
         def holds(s: str, o: str) -> bool:
             try:
@@ -118,30 +147,43 @@ def parse_fact(kg: KnowledgeGraph, log: CorrectionLog, text: str, known_relation
         if len(held) == 1:
             subjects, objects = [held[0][0]], [held[0][1]]
     subject = _one(subjects, parts[0], "subject")
+    if made and subject in made.values():  # a new entity has no relations yet: the name is the relation's
+        known_relations = [*known_relations, *_relation_names(kg, parts[1])]
     return subject, _relation(kg, parts[1], subject, known_relations), _one(objects, parts[2], "object")
 
 
+def _relation_names(kg: KnowledgeGraph, text: str) -> list[str]:
+    """Relations of the KG whose name is ``text`` (for a subject with none yet)."""
+    want = " ".join(text.replace("_", " ").split()).casefold()
+    return [r for r, _ in kg.relation_counts() if " ".join(local_name(r).replace("_", " ").split()).casefold() == want]
+
+
 def correct(store: Store, remove: Sequence[str], add: Sequence[str], reason: str,
-            run: str | None = None) -> Correction:
-    """Apply one correction; every fact is checked before anything changes."""
+            run: str | None = None, new: Sequence[str] = ()) -> Correction:
+    """Apply one correction; every fact is checked before anything changes.
+    ``new``: entities to make (``NAME`` or ``<IRI> NAME``), which the facts may name."""
     log = store.need_corrections()
     kg = store.kg
     if not reason or not reason.strip():
         raise CorrectionError("say why: --reason TEXT")
-    if not remove and not add:
-        raise CorrectionError("nothing to correct: give --remove and/or --add")
+    if not remove and not add and not new:
+        raise CorrectionError("nothing to correct: give --remove, --add and/or --new")
+    named = [new_entity(kg, text) for text in new]
+    if len({e for e, _ in named}) < len(named):
+        raise CorrectionError("the same new entity is given twice")
+    made = {**{n: e for e, n in named}, **{f"<{e}>": e for e, _ in named}, **{e: e for e, _ in named}}
     if run is not None:
         store.need_runs().get(run)  # UnknownRunError for a run that is not here
     removed = [parse_fact(kg, log, f, existing=True) for f in remove]
     for fact, text in zip(removed, remove):
         if not log.has_fact(fact):
             raise CorrectionError(f"{text!r} is not a fact in the KG; nothing was changed")
-    added = [parse_fact(kg, log, f, [r for _, r, _ in removed]) for f in add]
+    added = [parse_fact(kg, log, f, [r for _, r, _ in removed], made=made) for f in add]
     if set(removed) & set(added):
         raise CorrectionError("the same fact is removed and added")
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     c = Correction(id=f"c{stamp}-{secrets.token_hex(2)}", created=utc_now(), reason=reason.strip(), run=run,
-                   removed=list(dict.fromkeys(removed)), added=list(dict.fromkeys(added)))
+                   removed=list(dict.fromkeys(removed)), added=list(dict.fromkeys(added)), named=named)
     return log.apply(c)
 
 
@@ -159,8 +201,10 @@ def revert(store: Store, correction_id: str) -> Correction:
     if c.status == "reverted":
         raise CorrectionError(f"correction {correction_id} was reverted already ({c.reverted})")
     # a later correction that changed nothing (every fact it added was there) never blocks
+    made = {e for e, _ in c.named}
     later = [o for o in log.list() if o.status == "active" and o.created > c.created and (o.removed or o.added)
-             and (set(o.removed) & set(c.added) or set(o.added) & set(c.removed) or set(o.kept) & set(c.added))]
+             and (set(o.removed) & set(c.added) or set(o.added) & set(c.removed) or set(o.kept) & set(c.added)
+                  or any(x in made for f in o.added for x in (f[0], f[2])))]
     if later:
         raise CorrectionError(f"correction {later[0].id} changed the same facts later; revert it first")
     return log.revert(c, utc_now())
@@ -212,13 +256,15 @@ def corrected_paths(store: Store, tree: RunTree) -> dict[str, str]:
     return out
 
 
-def read_patch(path) -> tuple[list[str], list[str]]:
-    """(facts to remove, facts to add) of a patch file: ``+ S|R|O`` or
-    ``- S|R|O`` per line, ``#`` comments and blank lines ignored."""
+def read_patch(path) -> tuple[list[str], list[str], list[str]]:
+    """(facts to remove, facts to add, entities to make) of a patch file:
+    ``+ S|R|O``, ``- S|R|O`` or ``new NAME`` (``new <IRI> NAME``) per line,
+    ``#`` comments and blank lines ignored."""
     from pathlib import Path
 
     removed: list[str] = []
     added: list[str] = []
+    new: list[str] = []
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -227,12 +273,15 @@ def read_patch(path) -> tuple[list[str], list[str]]:
         line = line.strip()
         if not line or line.startswith("#"):
             continue
+        if line.split(None, 1)[0] == "new" and line[3:].strip():
+            new.append(line[3:].strip())
+            continue
         if line[0] not in "+-" or not line[1:].strip():
-            raise CorrectionError(f"{path}:{n}: expected '+ S|R|O' or '- S|R|O'; nothing was changed")
+            raise CorrectionError(f"{path}:{n}: expected '+ S|R|O', '- S|R|O' or 'new NAME'; nothing was changed")
         (added if line[0] == "+" else removed).append(line[1:].strip())
-    if not removed and not added:
-        raise CorrectionError(f"{path}: no facts in it ('+ S|R|O' or '- S|R|O' per line)")
-    return removed, added
+    if not removed and not added and not new:
+        raise CorrectionError(f"{path}: no facts in it ('+ S|R|O', '- S|R|O' or 'new NAME' per line)")
+    return removed, added, new
 
 
 def ntriples(fact: Fact) -> str:

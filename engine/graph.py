@@ -136,6 +136,8 @@ class Correction:
     ``removed``: facts taken out (each was there); ``added``: facts put in
     that were not there before (an added fact that already existed is
     listed in ``kept`` instead), so reverting is an exact undo.
+    ``named``: (IRI, name) of the entities the correction made (each named
+    and indexed for linking; a revert takes them out again).
     ``status``: ``applying`` (written, not yet applied: finished on the
     next access), ``active`` or ``reverted``."""
 
@@ -148,13 +150,15 @@ class Correction:
     kept: list[Fact] = field(default_factory=list)
     status: str = "applying"
     reverted: str | None = None
+    named: list[tuple[str, str]] = field(default_factory=list)
 
     def to_json(self) -> str:
         import json
 
         return json.dumps({"id": self.id, "created": self.created, "reason": self.reason, "run": self.run,
                            "removed": self.removed, "added": self.added, "kept": self.kept,
-                           "status": self.status, "reverted": self.reverted}, sort_keys=True)
+                           "status": self.status, "reverted": self.reverted, "named": self.named},
+                          sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Correction:
@@ -163,7 +167,8 @@ class Correction:
         d = json.loads(text)
         facts = {k: [tuple(f) for f in d.get(k, [])] for k in ("removed", "added", "kept")}
         return cls(d["id"], d["created"], d["reason"], d.get("run"), facts["removed"], facts["added"],
-                   facts["kept"], d.get("status", "active"), d.get("reverted"))
+                   facts["kept"], d.get("status", "active"), d.get("reverted"),
+                   [(e, n) for e, n in d.get("named", [])])
 
 
 @dataclass(slots=True)

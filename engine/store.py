@@ -264,7 +264,8 @@ class Store:
         if self.corrections is not None:
             kinds = {"active": 0, "reverted": 0, "no-op": 0}
             for c in self.corrections.list():
-                kind = "no-op" if not (c.added or c.removed) else "reverted" if c.status == "reverted" else "active"
+                kind = ("no-op" if not (c.added or c.removed or c.named) else
+                        "reverted" if c.status == "reverted" else "active")
                 kinds[kind] += 1
             out["corrections"] = ", ".join(f"{n:,} {k}" for k, n in kinds.items())
         if self.runs is not None:

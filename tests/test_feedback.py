@@ -349,3 +349,35 @@ def test_a_patch_file_is_one_correction_and_export_writes_it_back(sample, tog, t
     bad.write_text(f"{RIGHT}\n", encoding="utf-8")
     refused = tog("correct", "--file", bad, "--reason", "x", "--store", sample)
     assert refused.exit_code == 1 and "bad.patch:1: expected '+ S|R|O'" in refused.output
+
+
+def test_a_correction_can_make_a_new_entity_that_links_and_a_revert_takes_it_out(sample, tog, tmp_path):
+    unknown = tog("correct", "--add", "Quiz Show|directed_by|Zed Newperson", "--reason", "x", "--store", sample)
+    assert unknown.exit_code == 1 and "no entity with that name" in unknown.output  # not made by accident
+    patch = tmp_path / "new.patch"
+    patch.write_text("new Zed Newperson\n+ Quiz Show|directed_by|Zed Newperson\n"
+                     "+ Zed Newperson|written_by|Paul Attanasio\n", encoding="utf-8")
+    done = tog("correct", "--file", patch, "--reason", "the real credits", "--store", sample)
+    assert done.exit_code == 0, done.output
+    assert "2 added, made Zed Newperson <urn:tog:e:Zed%20Newperson>" in done.output
+    cid = re.search(r"correction (\S+):", done.output).group(1)
+    # linked by its name like any loaded entity, in questions and in `tog entity`
+    asked = tog("ask", "who wrote [Zed Newperson]", "--store", sample, "--json")
+    assert asked.exit_code == 0, asked.output
+    assert json.loads(asked.output)["answer"] == ["Paul Attanasio"]
+    shown = tog("entity", "zed newperson", "--store", sample)
+    assert shown.exit_code == 0 and "<urn:tog:e:Zed%20Newperson>" in shown.output
+    exported = tog("corrections", "export", cid, "--store", sample).output.splitlines()
+    assert exported[0] == '<urn:tog:e:Zed%20Newperson> <http://www.w3.org/2000/01/rdf-schema#label> "Zed Newperson" .'
+    assert "* new entity Zed Newperson" in tog("corrections", "list", "--store", sample).output
+    # a name that is taken, and the same entity made twice, are refused
+    taken = tog("correct", "--new", "Paul Attanasio", "--reason", "x", "--store", sample)
+    assert taken.exit_code == 1 and "already names <urn:tog:e:Paul%20Attanasio>" in taken.output
+    again = tog("correct", "--new", "Zed Newperson", "--reason", "x", "--store", sample)
+    assert again.exit_code == 1 and "already names" in again.output
+    reverted = tog("corrections", "revert", cid, "--store", sample)
+    assert reverted.exit_code == 0 and "1 entities it made taken out" in reverted.output
+    gone = tog("entity", "Zed Newperson", "--store", sample)
+    assert gone.exit_code == 1 and "no entity named" in gone.output
+    assert kg_call(sample, lambda s: s.kg.has_entity("urn:tog:e:Zed%20Newperson")) is False
+    assert "Zed Newperson" not in json.dumps(answer(tog, sample)[0])

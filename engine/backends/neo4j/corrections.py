@@ -13,7 +13,7 @@ from engine.backends.common import sample_hash
 from engine.backends.neo4j.kg import refresh_samples
 from engine.backends.neo4j.session import Neo4jSession
 from engine.backends.neo4j.sink import literal_parts
-from engine.graph import Correction, Fact, is_literal, literal_term
+from engine.graph import Correction, Fact, is_literal, literal_term, name_keys
 from engine.queries import cypher
 
 
@@ -42,6 +42,13 @@ class Neo4jCorrections:
                        o_sk=sample_hash(o)).consume()
 
     @staticmethod
+    def _name(tx, c: Correction, on: bool) -> None:
+        """The entities ``c`` made: made and named with their linking keys, or taken out again."""
+        for (e, name), key in zip(c.named, name_keys([n for _, n in c.named])):
+            tx.run(cypher("entity_named" if on else "entity_unnamed"), id=e, name=name, key=key,
+                   source=f"correction:{c.id}", sk=sample_hash(e)).consume()
+
+    @staticmethod
     def _save(tx, c: Correction) -> None:
         subjects = sorted({f[0] for f in c.removed + c.added + c.kept})
         tx.run(cypher("correction_save"), id=c.id, created=c.created, reason=c.reason, run=c.run, status=c.status,
@@ -53,6 +60,7 @@ class Neo4jCorrections:
         c.status = "active"
 
         def work(tx) -> None:
+            self._name(tx, c, True)
             self._change(tx, c.id, c.removed, c.added)
             refresh_samples(tx, self.session, [*c.removed, *c.added])
             self._save(tx, c)
@@ -69,6 +77,7 @@ class Neo4jCorrections:
 
         def work(tx) -> None:
             self._change(tx, None, c.added, c.removed)  # restored facts carry no correction mark
+            self._name(tx, c, False)
             refresh_samples(tx, self.session, [*c.added, *c.removed])
             self._save(tx, c)
 

@@ -15,7 +15,7 @@ import pyoxigraph as ox
 
 from engine.backends.oxigraph.database import Database
 from engine.backends.oxigraph.runs import _text, vocab
-from engine.graph import Correction, Fact, is_literal, literal_term
+from engine.graph import RDFS_LABEL, Correction, Fact, is_literal, literal_term, name_keys
 
 CORRECTION_PREFIX = "urn:tog:correction:"
 CORRECTIONS = ox.NamedNode("urn:tog:corrections")
@@ -60,11 +60,27 @@ class OxigraphCorrections:
 
         OxigraphKG(self.db).refresh([*remove, *add])
 
+    def _name(self, c: Correction, on: bool) -> None:
+        """The entities ``c`` made get (or lose) their name and its linking
+        keys (the index rows are tagged with the correction: idempotent)."""
+        if not c.named:
+            return
+        label = ox.NamedNode(RDFS_LABEL)
+        quads = [ox.Quad(ox.NamedNode(e), label, ox.Literal(n), ox.DefaultGraph()) for e, n in c.named]
+        if on:
+            self.db.store.extend(quads)
+        else:
+            for q in quads:
+                self.db.store.remove(q)
+        keys = name_keys([n for _, n in c.named])
+        self.db.index.replace_source(f"correction:{c.id}", [(e, k) for (e, _), k in zip(c.named, keys)] if on else [])
+
     def apply(self, c: Correction) -> Correction:
         c.kept = [f for f in c.added if self.has_fact(f)]
         c.added = [f for f in c.added if f not in c.kept]
         c.status = "applying"
         self._save(c)
+        self._name(c, True)
         self._change(c.removed, c.added)
         c.status = "active"
         self._save(c)
@@ -83,11 +99,13 @@ class OxigraphCorrections:
         """Finish a correction (or revert) that a crash interrupted."""
         for c in self._records():
             if c.status == "applying":
+                self._name(c, True)
                 self._change(c.removed, c.added)
                 c.status = "active"
                 self._save(c)
             elif c.status == "reverting":
                 self._change(c.added, c.removed)
+                self._name(c, False)
                 c.status = "reverted"
                 self._save(c)
 
@@ -103,6 +121,7 @@ class OxigraphCorrections:
         c.status, c.reverted = "reverting", when
         self._save(c)
         self._change(c.added, c.removed)
+        self._name(c, False)
         c.status = "reverted"
         self._save(c)
         self.db.flush()

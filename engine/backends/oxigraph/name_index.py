@@ -67,6 +67,12 @@ class NameIndex:
             self.db.executemany("INSERT INTO names(key, entity, source) VALUES (?, ?, ?)", rows)
         return len(rows)
 
+    def replace_source(self, source: str, pairs: Iterable[tuple[str, str]]) -> None:
+        """The (entity, key) rows of ``source`` become ``pairs``, committed at once."""
+        self.db.execute("DELETE FROM names WHERE source = ?", (source,))
+        self.add(pairs, source)
+        self.db.commit()
+
     def forget(self, source: str) -> None:
         """Remove what a load of ``source`` wrote (before loading it again)."""
         self.db.execute("DELETE FROM names WHERE source = ?", (source,))
