@@ -40,6 +40,7 @@ def _fail_cleanly(fn):
     def wrapper(*args, **kwargs):
         from engine.config import SettingsError
 
+        _BESIDE_WRITER.clear()
         try:
             return fn(*args, **kwargs)
         except SettingsError as e:
@@ -54,6 +55,12 @@ def _fail_cleanly(fn):
             from engine.text import printable, redact
 
             raise click.ClickException(printable(redact(str(e)))) from e
+        except OSError as e:
+            if not _BESIDE_WRITER or os.environ.get("TOG_TRACEBACK"):
+                raise
+            # the writer may compact files away under a read-only view: a retry reads the new ones
+            raise click.ClickException(f"reading {_BESIDE_WRITER[0]} while another process writes it failed "
+                                       f"({type(e).__name__}); run the command again") from e
         except KeyboardInterrupt:
             echo("\ninterrupted; the store is consistent. Re-run the same command to go on.", err=True)
             sys.exit(130)
@@ -100,10 +107,24 @@ def search_options(fn):
     return fn
 
 
-def _open(store: str, create: bool = False):
+def _open(store: str, create: bool = False, reading: bool = False):
+    """The store; ``reading`` (a command that only reads): an embedded store
+    another process is writing (a load, an eval) opens read-only, with a note."""
+    from engine.errors import StoreBusyError
     from engine.store import open_store
 
-    return open_store(store, create=create)
+    try:
+        return open_store(store, create=create)
+    except StoreBusyError:
+        if not reading:
+            raise
+    opened = open_store(store, read_only=True)
+    _BESIDE_WRITER.append(store)
+    echo(f"note: {store} is in use by another process; reading it as it is now", err=True)
+    return opened
+
+
+_BESIDE_WRITER: list[str] = []  # stores this process reads beside their writer (see _fail_cleanly)
 
 
 def _settings(options: dict):
@@ -356,7 +377,8 @@ def extract_wikidata(dump, seeds, hops, domains, out, load_into, max_errors, pro
 @_fail_cleanly
 def ask(question, store, topics, as_json, **options) -> None:
     """Answer QUESTION from the store, printing the supporting KG paths."""
-    with _settings(options).open() as engine, _open(store) as s:
+    settings = _settings(options)
+    with settings.open() as engine, _open(store, reading=not settings.record) as s:
         result = engine.ask(s, question, topics)
     data = result.to_json()
     if as_json:
@@ -422,7 +444,7 @@ def runs_list(store, limit, status, since, as_json) -> None:
         start = cutoff(since) if since else None
     except ValueError as e:
         raise click.ClickException(f"--since: {e}") from None
-    with _open(store) as s:
+    with _open(store, reading=True) as s:
         items = s.need_runs().list()
     total = len(items)
     items = [r for r in items if (status is None or r.status == status) and (start is None or r.started >= start)]
@@ -477,7 +499,7 @@ def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output) -> None
     if kept_only and (fmt != "text" or as_cypher):
         raise click.UsageError("--kept-only hides pruned paths in the text tree and in --json; pictures and "
                                "--cypher draw the whole run (pruned paths in grey)")
-    with _open(store) as s:
+    with _open(store, reading=True) as s:
         runs_log = s.need_runs()
         tree = name_relations(s.kg, runs_log.get(last_run_id(runs_log, run_id)))
         corrected = corrected_paths(s, tree)
@@ -581,7 +603,7 @@ def corrections_list(store, as_json) -> None:
 
     from engine.graph import is_literal
 
-    with _open(store) as s:
+    with _open(store, reading=True) as s:
         items = s.need_corrections().list()
         ids = {x for c in items for f in c.removed + c.added + c.kept for x in (f[0], f[2]) if not is_literal(x)}
         names = s.kg.labels(sorted(ids)) if ids else {}
@@ -620,7 +642,7 @@ def corrections_export(correction_id, store, removed, as_patch) -> None:
 
     from engine.graph import RDFS_LABEL
 
-    with _open(store) as s:
+    with _open(store, reading=True) as s:
         c = find(s, correction_id)
     labels = [(e, RDFS_LABEL, str(ox.Literal(n))) for e, n in c.named]  # the names of the entities it made
     if as_patch:
@@ -861,7 +883,7 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
         sources.append(f"{file.name} (sha256 {fingerprint(file)}, {len(questions)} questions)")
     if progress is None:
         progress = sys.stderr.isatty()
-    with _open(store) as s:
+    with _open(store, reading=not into_store) as s:
         exemplars, avoid = [], []
         if from_feedback:
             fed = from_feedback_of(s)
@@ -909,7 +931,7 @@ def entity(name, store, as_json) -> None:
     from engine.linking import resolve, suggestions
     from engine.text import printable
 
-    with _open(store) as s:
+    with _open(store, reading=True) as s:
         try:
             nodes = resolve(s.kg, [name])
         except UnknownEntityError:
@@ -941,7 +963,7 @@ def relations(store, as_json) -> None:
     from engine.graph import DEFAULT_NAME_PREDICATES, DEFAULT_POLICY, relation_text
     from engine.text import printable
 
-    with _open(store) as s:
+    with _open(store, reading=True) as s:
         counts = s.kg.relation_counts()
         named = s.kg.labels([iri for iri, _ in counts]) if counts else {}  # the KG's own names (a property's label)
     rows = [{"relation": iri, "name": named.get(iri) or relation_text(iri), "facts": n,
@@ -965,7 +987,7 @@ def info(store) -> None:
     and the settings its loads and summaries were made with."""
     from engine.text import printable
 
-    with _open(store) as s:
+    with _open(store, reading=True) as s:
         stats = s.stats()
     notes = {"relations": " (`tog relations` lists them with their counts)"}
     for k, v in stats.items():

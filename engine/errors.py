@@ -24,6 +24,11 @@ class StoreError(TogError):
     """The knowledge-graph store is missing, locked or unusable."""
 
 
+class StoreBusyError(StoreError):
+    """Another process holds the embedded store for writing (a load, an eval):
+    commands that only read may open it read-only instead."""
+
+
 class LoadError(TogError):
     """A load could not go on (unreadable file, too many bad lines, ...)."""
 

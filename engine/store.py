@@ -283,12 +283,13 @@ class Store:
         self.close()
 
 
-def open_store(spec: str | Path, *, create: bool = False) -> Store:
+def open_store(spec: str | Path, *, create: bool = False, read_only: bool = False) -> Store:
     """The store named by a ``--store`` value: a Neo4j server for
     ``neo4j://`` / ``bolt://`` URIs (credentials from the URI or
     NEO4J_USER / NEO4J_PASSWORD, database from NEO4J_DATABASE), a remote
     SPARQL endpoint for ``sparql+http(s)://`` URLs, else the embedded
-    Oxigraph store in the directory ``spec`` (made when ``create``)."""
+    Oxigraph store in the directory ``spec`` (made when ``create``;
+    ``read_only``: a view beside the process that writes it)."""
     from engine.backends import NEO4J_SCHEMES, SPARQL_SCHEMES
 
     spec = str(spec)
@@ -307,4 +308,4 @@ def open_store(spec: str | Path, *, create: bool = False) -> Store:
                          "or sparql+http://HOST:PORT/sparql")
     from engine.backends.oxigraph import open_embedded
 
-    return open_embedded(Path(spec), create=create)
+    return open_embedded(Path(spec), create=create, read_only=read_only)

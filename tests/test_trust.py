@@ -272,3 +272,57 @@ def test_load_summaries_and_info_agree_on_what_was_read_and_what_is_there(tog, t
     assert new.exit_code == 0, new.output
     assert "corrections: 1 active, 0 reverted, 1 no-op" in info()
     assert f"triples: {read + 3 + 1:,}" in info()  # the broken file's a|r|b and two names, the new fact
+
+
+def test_reading_commands_work_while_another_process_writes_the_store(tog, tmp_path):
+    store = tmp_path / "s"
+    assert tog("load", METAQA / "kb.txt", "--store", store).exit_code == 0
+    assert tog("ask", "who directed [Quiz Show]", "--store", store).exit_code == 0
+    holder = ("import sys, time\n"
+              "from engine.store import open_store\n"
+              "from engine.graph import RunInfo, utc_now\n"
+              f"s = open_store({str(store)!r})\n"
+              "runs = s.need_runs()\n"
+              "print('holding', flush=True)\n"
+              "n = 0\n"
+              "while not sys.stdin.closed:\n"  # writes runs until told to stop (a line on stdin)
+              "    import select\n"
+              "    if select.select([sys.stdin], [], [], 0.05)[0]:\n"
+              "        break\n"
+              "    n += 1\n"
+              "    info = RunInfo(id=f'20261201T000000-w{n:05d}', question='q', started=utc_now(), method='tog')\n"
+              "    runs.start(info); info.status = 'done'; runs.finish(info)\n"
+              "s.close()\n")
+    proc = subprocess.Popen([sys.executable, "-c", holder], cwd=REPO, env=env_without_traceback(),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "holding"
+        listed = tog("runs", "list", "--store", store, "--json")
+        assert listed.exit_code == 0, listed.output
+        assert "in use by another process; reading it as it is now" in listed.stderr
+        ids = [r["id"] for r in json.loads(listed.stdout)]
+        assert len(ids) >= 1
+        shown = tog("runs", "show", ids[0], "--store", store)
+        assert shown.exit_code == 0 and "Quiz Show" in shown.stdout
+        assert tog("info", "--store", store).exit_code == 0
+        assert tog("entity", "Quiz Show", "--store", store).exit_code == 0
+        asked = tog("ask", "who directed [Quiz Show]", "--store", store, "--no-record", "--json")
+        assert asked.exit_code == 0, asked.output
+        assert "Robert Redford" in json.loads(asked.stdout)["answer"]
+        later = json.loads(tog("runs", "list", "--store", store, "--json").stdout)
+        assert len(later) > len(ids)  # a new view sees what the writer has written since
+        # what would write is refused in one line, and says what to do
+        recorded = tog("ask", "who directed [Quiz Show]", "--store", store)
+        assert recorded.exit_code == 1 and no_traceback(recorded)
+        assert "in use by another process" in recorded.output and "--no-record" in recorded.output
+        loading = tog("load", METAQA / "kb.txt", "--store", store, "--force")
+        assert loading.exit_code == 1 and "in use by another process" in loading.output and no_traceback(loading)
+    finally:
+        proc.communicate("stop\n", timeout=60)
+    assert proc.returncode == 0
+    assert not any((store / "views").iterdir())  # each reader's snapshot went with it
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = store / "views" / f"{gone.stdout.strip()}-killed"  # a reader killed before its close
+    stale.mkdir()
+    assert tog("ask", "who directed [Quiz Show]", "--store", store).exit_code == 0  # writable again
+    assert not stale.exists()  # the writer's open cleared it

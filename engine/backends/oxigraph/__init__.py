@@ -18,10 +18,14 @@ from engine.store import Store
 __all__ = ["Database", "OxigraphCorrections", "OxigraphKG", "OxigraphRunLog", "OxigraphSink", "open_embedded"]
 
 
-def open_embedded(path: Path | None, *, create: bool = False, policy: RelationPolicy = DEFAULT_POLICY) -> Store:
+def open_embedded(path: Path | None, *, create: bool = False, policy: RelationPolicy = DEFAULT_POLICY,
+                  read_only: bool = False) -> Store:
     """The embedded store in directory ``path`` (``None``: in memory), made
     when ``create``; :class:`engine.errors.StoreError` when it is missing,
-    locked by another process or not a store."""
+    locked by another process (:class:`engine.errors.StoreBusyError`) or not
+    a store. ``read_only``: a view of it as it is now, beside the process
+    that writes it: it reads the KG, runs and corrections, loads nothing and
+    refuses to record (one line)."""
     from engine.errors import StoreError
 
     if path is not None and create:
@@ -29,6 +33,11 @@ def open_embedded(path: Path | None, *, create: bool = False, policy: RelationPo
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreError(f"cannot create a store at {path}: {e.strerror or e}") from None
+    if read_only and path is not None:
+        db = Database(path, read_only=True)
+        return Store(db.name, OxigraphKG(db, policy), OxigraphRunLog(db), OxigraphCorrections(db), None,
+                     absent={"sink": f"{db.name} is in use by another process: nothing can be loaded until it is "
+                                     "done"}, closers=[db.close])
     db = Database(path, create=create)
     corrections = OxigraphCorrections(db)
     if corrections.pending():

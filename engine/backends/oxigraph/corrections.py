@@ -76,6 +76,7 @@ class OxigraphCorrections:
         self.db.index.replace_source(f"correction:{c.id}", [(e, k) for (e, _), k in zip(c.named, keys)] if on else [])
 
     def apply(self, c: Correction) -> Correction:
+        self.db.writable()
         c.kept = [f for f in c.added if self.has_fact(f)]
         c.added = [f for f in c.added if f not in c.kept]
         c.status = "applying"
@@ -96,7 +97,10 @@ class OxigraphCorrections:
         return sorted(latest.values(), key=lambda c: (c.created, c.id))
 
     def recover(self) -> None:
-        """Finish a correction (or revert) that a crash interrupted."""
+        """Finish a correction (or revert) that a crash interrupted (the
+        writer does that; a read-only view reads the records as they are)."""
+        if self.db.read_only:
+            return
         for c in self._records():
             if c.status == "applying":
                 self._name(c, True)
@@ -118,6 +122,7 @@ class OxigraphCorrections:
         return self._records()
 
     def revert(self, c: Correction, when: str) -> Correction:
+        self.db.writable()
         c.status, c.reverted = "reverting", when
         self._save(c)
         self._change(c.added, c.removed)

@@ -22,18 +22,37 @@ import pyoxigraph as ox
 
 from engine.backends.oxigraph.name_index import NameIndex
 from engine.backends.oxigraph.summaries import Summaries
-from engine.errors import StoreError
+from engine.errors import StoreBusyError, StoreError
 from engine.graph import DEFAULT_NAME_PREDICATES, Meter
 
 _FLUSH_LOCK = threading.Lock()  # see Database.flush
+
+
+def _drop_stale_views(views: Path) -> None:
+    """Remove the snapshots (``Database._view``) of readers that are gone (a
+    kill skips their close): their hard links would keep old files on disk."""
+    import os
+    import shutil
+
+    if not views.is_dir():
+        return
+    for view in views.iterdir():
+        pid = view.name.split("-", 1)[0]
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(view, ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue
 
 
 class Database:
     """The Oxigraph database and the SQLite side tables of one store
     directory (``path=None``: both in memory)."""
 
-    def __init__(self, path: Path | None, *, create: bool = False) -> None:
+    def __init__(self, path: Path | None, *, create: bool = False, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only and path is not None
         if path is not None:
             kg_dir = path / "kg"
             if not kg_dir.exists():
@@ -46,20 +65,62 @@ class Database:
                 except OSError as e:
                     raise StoreError(f"cannot create a store at {path}: {e.strerror or e}") from e
         try:
-            self.store = ox.Store(str(path / "kg")) if path is not None else ox.Store()
+            if path is None:
+                self.store = ox.Store()
+            elif self.read_only:  # a snapshot as of now, beside the process that writes
+                self.store = self._view(path / "kg")
+            else:
+                self.store = ox.Store(str(path / "kg"))
+                _drop_stale_views(path / "views")
         except OSError as e:
             if "lock" in str(e).lower():
-                raise StoreError(f"the store at {path} is in use by another process "
-                                 "(an embedded store opens in one process at a time)") from e
+                raise StoreBusyError(f"the store at {path} is in use by another process (an embedded store "
+                                     "opens for writing in one process at a time; what only reads works "
+                                     "beside it: runs list/show, info, entity, relations, ask --no-record)") from e
             raise StoreError(f"cannot open the store at {path}: {e}") from e
-        self.index = NameIndex(path / "index.sqlite" if path is not None else None)
+        self.index = NameIndex(path / "index.sqlite" if path is not None else None, read_only=self.read_only)
         # the summaries have a connection of their own: a load's names wait
-        # uncommitted on the index's connection until its next checkpoint
-        summary_db = sqlite3.connect(str(path / "index.sqlite") if path is not None else ":memory:",
-                                     check_same_thread=False, timeout=60)
+        # uncommitted on the index's connection until its next checkpoint. A
+        # read-only view keeps the summaries it makes in memory.
+        summary_db = sqlite3.connect(str(path / "index.sqlite") if path is not None and not self.read_only
+                                     else ":memory:", check_same_thread=False, timeout=60)
         self.summaries = Summaries(summary_db)
         self._name_predicates: tuple[str, ...] | None = None
         self.generation = 0  # one more after each load: what was asked of the KG once is asked again
+
+    _view_dir: Path | None = None
+
+    def _view(self, kg: Path) -> ox.Store:
+        """A read-only Oxigraph store over a snapshot of ``kg`` that the
+        writing process cannot pull files from under: its immutable table
+        files hard-linked, the small files that change (the manifest, the
+        write-ahead log) copied, as RocksDB's own checkpoints do. The writer
+        may delete a file between the listing and the link: then again."""
+        import os
+        import shutil
+        import tempfile
+
+        views = kg.parent / "views"
+        views.mkdir(exist_ok=True)
+        last: Exception | None = None
+        for _ in range(8):
+            view = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=views))
+            try:
+                for f in sorted(kg.iterdir(), key=lambda f: f.suffix != ".sst"):  # tables first, then the manifest
+                    if f.name == "LOCK" or not f.is_file():
+                        continue
+                    if f.suffix in (".sst", ".blob"):
+                        os.link(f, view / f.name)
+                    else:
+                        shutil.copyfile(f, view / f.name)
+                store = ox.Store.read_only(str(view))
+                self._view_dir = view
+                return store
+            except (OSError, RuntimeError) as e:  # a file went (compaction) or a manifest was cut mid-write
+                last = e
+                shutil.rmtree(view, ignore_errors=True)
+                time.sleep(0.05)
+        raise StoreError(f"cannot read {self.path} beside the process writing it ({last}); try again")
 
     @property
     def name(self) -> str:
@@ -74,10 +135,18 @@ class Database:
             if meter is not None:
                 meter.add(time.perf_counter() - started)
 
+    def writable(self) -> None:
+        """Raise :class:`StoreBusyError` in a read-only view (before any write)."""
+        if self.read_only:
+            raise StoreBusyError(f"the store at {self.path} is in use by another process, so this command only "
+                                 "reads it and cannot write (ask with --no-record, or wait until it is done)")
+
     def flush(self) -> None:
         """``Store.flush`` one thread at a time: two RocksDB flushes racing on
         one database can hang forever (facebook/rocksdb#12094), which
         ``tog eval --concurrency`` did here once, in ``finish_run``."""
+        if self.read_only:
+            return
         with _FLUSH_LOCK:
             self.store.flush()
 
@@ -103,3 +172,8 @@ class Database:
         self.index.close()
         self.summaries.db.close()
         del self.store
+        if self._view_dir is not None:
+            import shutil
+
+            shutil.rmtree(self._view_dir, ignore_errors=True)
+            self._view_dir = None

@@ -31,8 +31,12 @@ LOOKUP_BATCH = 500
 class NameIndex:
     """Normalised name -> entity IRIs, plus checkpoints and settings."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, read_only: bool = False) -> None:
         # the loader may queue names from its indexing thread; never two at once
+        if read_only and path is not None:  # beside a writer (WAL: it sees what the writer committed)
+            self.db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
+                                      timeout=60)
+            return
         self.db = sqlite3.connect(str(path) if path is not None else ":memory:", check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")

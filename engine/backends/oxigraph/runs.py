@@ -52,6 +52,7 @@ class OxigraphRunLog:
             raise _no_run(run_id) from None
 
     def start(self, run: RunInfo) -> None:
+        self.db.writable()
         g = self._graph(run.id)
         self.db.store.extend([
             ox.Quad(g, RDF_TYPE, vocab("Run"), g),
@@ -63,6 +64,7 @@ class OxigraphRunLog:
         ])
 
     def record_step(self, run_id: str, paths: Sequence[PathRecord]) -> None:
+        self.db.writable()
         g = self._graph(run_id)
         store = self.db.store
         quads = []
@@ -96,6 +98,7 @@ class OxigraphRunLog:
         store.extend(quads)
 
     def finish(self, run: RunInfo) -> None:
+        self.db.writable()
         g = self._graph(run.id)
         store = self.db.store
         for pred in ("status", "answer", "stats", "finished"):
@@ -196,6 +199,7 @@ class OxigraphRunLog:
         return RunTree(info, paths)
 
     def feedback(self, run_id: str, entry: dict) -> None:
+        self.db.writable()
         self.get(run_id)  # UnknownRunError for a run that is not here
         g = self._graph(run_id)
         self.db.store.add(ox.Quad(g, vocab("feedback"), ox.Literal(json.dumps(entry, sort_keys=True)), g))
@@ -205,9 +209,11 @@ class OxigraphRunLog:
         return self.db.index.get("learned", None)
 
     def keep_learned(self, text: str | None) -> None:
+        self.db.writable()
         self.db.index.set("learned", text)
 
     def delete(self, run_ids: Sequence[str]) -> int:
+        self.db.writable()
         known = {r.id for r in self.list()}
         dropped = 0
         for run_id in run_ids:
