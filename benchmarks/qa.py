@@ -14,7 +14,9 @@ sys.path.insert(0, str(HERE.parent))
 
 def add_search_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--method", choices=["tog", "tog-r"], default="tog")
+    ap.add_argument("--method", choices=["tog", "tog-r", "plan"], default="tog")
+    ap.add_argument("--lookahead", type=int, default=3, help="--method plan: simulated steps per real step.")
+    ap.add_argument("--proposals", type=int, default=5, help="--method plan: actions proposed per level.")
     ap.add_argument("--pruner", choices=["hybrid", "bm25", "random"], default="hybrid")
     ap.add_argument("--width", type=int, default=3)
     ap.add_argument("--depth", type=int, default=3)
@@ -34,7 +36,7 @@ def answerer(kg, args):
     from engine.search import SearchConfig
 
     config = SearchConfig(width=args.width, depth=args.depth, method=args.method, seed=args.seed,
-                          threshold=args.threshold)
+                          threshold=args.threshold, lookahead=args.lookahead, proposals=args.proposals)
     descriptions = None
     if args.descriptions:
         from engine.descriptions import Descriptions
@@ -49,7 +51,8 @@ def answerer(kg, args):
         return {"prediction": r.result.answer.names, "depth": s["depth"], "kg_lookups": s["kg_lookups"],
                 "kg_seconds": s["kg_seconds"], "seconds": s["seconds"]}
 
-    print(f"method {args.method}, pruner {args.pruner}, width {args.width}, depth {args.depth}, "
+    plan = f", lookahead {args.lookahead}, proposals {args.proposals}" if args.method == "plan" else ""
+    print(f"method {args.method}{plan}, pruner {args.pruner}, width {args.width}, depth {args.depth}, "
           f"threshold {args.threshold}, seed {args.seed}" + (", soft match" if args.soft_match else "")
           + (f", {descriptions.summary()} from {args.descriptions}" if descriptions else ""))
     return answer_one

@@ -36,7 +36,7 @@ from engine.llm import LLMClient, current_budget, current_usage
 from engine.paths import Path
 from engine.pruning import Choice, _normalise
 from engine.reasoning import Answer
-from engine.replies import parse_answer, parse_entities, parse_judgement, parse_scores
+from engine.replies import parse_answer, parse_entities, parse_judgement, parse_next, parse_scores
 
 SECTIONS = ("[system]", "[example]", "[reply]", "[task]")
 
@@ -504,3 +504,75 @@ def baseline_answer(client: LLMClient, method: str, question: str) -> list[str]:
                        schema=_schema_answer(0))
     return got[0] if got else []
 
+
+
+# -- the planner's roles (``--method plan``, engine/planning.py) -------------------
+
+SCHEMA_NEXT = {"type": "object", "additionalProperties": False, "required": ["next"],
+               "properties": {"next": {"type": "array", "maxItems": 5, "items": {"type": "string"}}}}
+
+
+class _Role:
+    """One planner role by the LLM, its offline counterpart deciding when a reply cannot be read."""
+
+    uses_llm = True
+
+    def __init__(self, client: LLMClient, offline) -> None:
+        self.client, self.offline = client, offline
+
+    def _scores(self, name: str, question: str, context: str, texts: Sequence[str]) -> dict[int, float] | None:
+        p = prompt(name)
+        return ask_strictly(self.client, p.messages(question=question, context=context, candidates=numbered(texts)),
+                            lambda reply: parse_scores(reply, texts),
+                            temperature=self.client.settings.temperature_explore, purpose=name,
+                            reply_format=p.reply_format, schema=_schema_scores(len(texts)),
+                            max_tokens=reply_tokens(self.client, len(texts)))
+
+
+class LLMActor(_Role):
+    """Proposes the steps the model scores best, out of at most ``MAX_RELATIONS_SHOWN`` shown
+    (a longer list is cut to the offline scorer's best first)."""
+
+    def propose(self, question: str, context: str, options, n: int) -> list[int]:
+        from engine.planning import _option_text
+
+        if not options:
+            return []
+        shown = list(range(len(options))) if len(options) <= MAX_RELATIONS_SHOWN else \
+            sorted(self.offline.propose(question, context, options, MAX_RELATIONS_SHOWN))
+        scores = self._scores("actor", question, context, [_option_text(*options[i]) for i in shown])
+        if scores is None:
+            return self.offline.propose(question, context, options, n)
+        ranked = sorted(range(len(shown)), key=lambda k: -scores.get(k, 0.0))
+        return [shown[k] for k in ranked if scores.get(k, 0.0) > 0][:n] or [shown[ranked[0]]]
+
+
+class LLMModel(_Role):
+    """The simulated knowledge base: one call per proposed trajectory (no KG lookup)."""
+
+    def predict(self, question: str, context: str, trajectories) -> list[list[Relation]]:
+        from engine.planning import foreseen
+
+        p = prompt("model")
+        out: list[list[Relation]] = []
+        for t in trajectories:
+            names = ask_strictly(self.client, p.messages(question=question, context=context, walk=f"{t.text()} -> ?"),
+                                 parse_next, temperature=self.client.settings.temperature_explore, purpose="model",
+                                 reply_format=p.reply_format, schema=SCHEMA_NEXT)
+            if names is None:
+                out.extend(self.offline.predict(question, context, [t]))
+            else:
+                out.append([foreseen(n) for n in names])
+        return out
+
+
+class LLMCritic(_Role):
+    """Scores every trajectory of a lookahead level in one call."""
+
+    def evaluate(self, question: str, context: str, topics, trajectories) -> list[float]:
+        if not trajectories:
+            return []
+        scores = self._scores("critic", question, context, [t.text() for t in trajectories])
+        if scores is None:
+            return self.offline.evaluate(question, context, topics, trajectories)
+        return [scores.get(i, 0.0) for i in range(len(trajectories))]

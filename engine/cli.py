@@ -484,8 +484,10 @@ def runs_list(store, limit, status, since, as_json) -> None:
               show_default=True, help="A picture of the explored tree instead of the text tree.")
 @click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Write the output (text tree, JSON, picture or commands) to this file (default: print it).")
+@click.option("--simulated", is_flag=True,
+              help="Also print a planned run's lookahead (--method plan): what was simulated, never read from the KG.")
 @_fail_cleanly
-def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output) -> None:
+def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output, simulated) -> None:
     """Show RUN_ID (default: the last run) as a tree of path nodes."""
     from dataclasses import asdict
 
@@ -496,6 +498,8 @@ def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output) -> None
                                      (f"--format {fmt}", fmt != "text")) if on]
     if len(outputs) > 1:
         raise click.UsageError(f"{' and '.join(outputs)} are different outputs; pick one")
+    if simulated and (fmt != "text" or as_cypher or as_json):
+        raise click.UsageError("--simulated adds to the text tree (--json has the lookahead in its stats)")
     if kept_only and (fmt != "text" or as_cypher):
         raise click.UsageError("--kept-only hides pruned paths in the text tree and in --json; pictures and "
                                "--cypher draw the whole run (pruned paths in grey)")
@@ -518,6 +522,10 @@ def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output) -> None
         text = json.dumps({"run": asdict(tree.info), "paths": paths}, ensure_ascii=False, indent=2)
     else:
         text = render_tree(tree, show_pruned=not kept_only, corrected=corrected)
+        if simulated:
+            from engine.runs import render_lookahead
+
+            text += "\n" + render_lookahead(tree)
     if output is None:
         echo(text)
         return

@@ -73,8 +73,10 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option("width", int, 3, "Beam width N: paths kept per depth.", LIMITS["width"], flags=("-n",)),
     Option("depth", int, 3, "Maximum search depth D.", LIMITS["depth"], flags=("-d",)),
-    Option("method", str, "tog", "ToG scores entities; ToG-R keeps relation chains and samples entities; io and "
-           "cot ask the LLM alone (baselines, no KG).", choices=lambda: [*METHODS, *BASELINES]),
+    Option("method", str, "tog", "ToG scores entities; ToG-R keeps relation chains and samples entities; plan "
+           "looks ahead with an actor, a model and a critic before each step; kg-llm-once reads the topic's "
+           "neighbourhood once and answers in one step; io and cot ask the LLM alone (baselines, no KG).",
+           choices=lambda: [*METHODS, *BASELINES]),
     Option("pruner", str, None, "How candidate paths are scored [default: llm with --model, else hybrid].",
            choices=_pruners),
     Option("reasoner", str, None, "Who judges and answers [default: llm with --model, else offline].",
@@ -88,6 +90,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("sample_size", int, 5, "Neighbours a crowded relation offers (ToG's num_retain_entity).",
            LIMITS["sample_size"]),
     Option("seed", int, 0, "Seed for tie-breaks and sampling."),
+    Option("lookahead", int, 3, "--method plan: simulated steps the planner looks ahead per real step (U).",
+           LIMITS["lookahead"]),
+    Option("proposals", int, 5, "--method plan: actions the Actor proposes per lookahead step (N).",
+           LIMITS["proposals"]),
+    Option("max_steps", int, 0, "--method plan: real steps at most (T) [0: --depth].", LIMITS["max_steps"]),
+    Option("refresh_at", float, 0.34, "--method plan: Enough-NewInfo, how much the kept paths' answers or the "
+           "judge's reward must change before the roles' context is rebuilt.", LIMITS["refresh_at"]),
     Option("relation_descriptions", Path, None, "TOML file giving the KG's relations other names and kinds "
            "(\"spouse\": husband, wife, other half), read by the offline scorers; see the README."),
     Option("record", bool, True, "Keep the run as path nodes in the store.", toggle="record"),
@@ -135,6 +144,10 @@ class Settings:
     sample_over: int | None = None
     sample_size: int = 5
     seed: int = 0
+    lookahead: int = 3
+    proposals: int = 5
+    max_steps: int = 0
+    refresh_at: float = 0.34
     relation_descriptions: Path | None = None
     record: bool = True
     model: str | None = None
@@ -203,7 +216,8 @@ class Settings:
     def search_config(self) -> SearchConfig:
         return SearchConfig(width=self.width, depth=self.depth, method=self.method, threshold=self.stop_at,
                             max_candidates=self.max_candidates, sample_over=self.sample_from,
-                            sample_size=self.sample_size, seed=self.seed)
+                            sample_size=self.sample_size, seed=self.seed, lookahead=self.lookahead,
+                            proposals=self.proposals, max_steps=self.max_steps, refresh_at=self.refresh_at)
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)

@@ -415,3 +415,23 @@ def parse_entities(reply: str, question: str) -> list[str] | None:
     low = question.casefold()
     names = [n.strip().strip("\"'*{}[]").strip().rstrip(".") for n in listed]
     return [n for n in dict.fromkeys(names) if n and n.casefold() in low]
+
+
+_NEXT = re.compile(r"(?im)^[\s>*_`#-]*next\s*(?:relations?|steps?)?\s*[*_`]*\s*[:=-]\s*(.*)$")
+
+
+def parse_next(reply: str) -> list[str] | None:
+    """The relation names a simulated knowledge base foresees (``model.txt``):
+    ``Next: a; b`` (also bold, bullets, commas, or JSON ``{"next": [...]}``);
+    ``[]`` for ``Next: none``; None when there is no such line."""
+    for value in _json_values(reply):
+        if isinstance(value, dict) and isinstance(value.get("next"), list):
+            return [" ".join(str(x).split()) for x in value["next"] if str(x).strip()][:5]
+    m = _NEXT.search(reply)
+    if m is None:
+        return None
+    text = m.group(1).strip().strip("*_`").strip()
+    if not text or text.casefold().rstrip(".") in ("none", "nothing", "n/a", "-"):
+        return []
+    parts = re.split(r"\s*[;,|]\s*", text)
+    return [" ".join(p.strip(" .*_`\"'").split()) for p in parts if p.strip(" .*_`\"'")][:5]

@@ -250,7 +250,11 @@ def render_tree(tree: RunTree, show_pruned: bool = True, max_children: int = 12,
         lines.append(f"model: {model['model']}" + (f" at {model['host']}" if model.get("host") else "")
                      + f", structured {model.get('structured')}, prompts {model.get('prompts')}")
     if info.stats:
-        lines.append("stats: " + ", ".join(f"{k}={v}" for k, v in info.stats.items() if k != "answer_paths"))
+        lines.append("stats: " + ", ".join(f"{k}={v}" for k, v in info.stats.items()
+                                           if k not in ("answer_paths", "lookahead", "context_refreshes")))
+    if info.stats.get("lookahead"):
+        lines.append(f"planned: {len(info.stats['lookahead'])} steps looked ahead, context rebuilt "
+                     f"{len(info.stats.get('context_refreshes') or [])} times (`runs show --simulated` prints them)")
     children: dict[str | None, list] = defaultdict(list)
     for p in tree.paths:
         children[p.parent].append(p)
@@ -289,6 +293,28 @@ def render_tree(tree: RunTree, show_pruned: bool = True, max_children: int = 12,
             lines.append(f"{prefix}└─ … {', '.join(parts)}")
 
     walk(None, "")
+    return "\n".join(lines)
+
+
+def render_lookahead(tree: RunTree) -> str:
+    """A planned run's lookahead (``stats["lookahead"]``), as text: per real
+    step, each simulated level's trajectories with the Critic's score."""
+    from engine.text import printable
+
+    steps = tree.info.stats.get("lookahead") or []
+    if not steps:
+        return "simulated (never read from the KG): nothing (not a planned run)"
+    lines = ["simulated (never read from the KG): `=>` marks a step the Model foresaw"]
+    for step in steps:
+        lines.append(f"  step {step['step']}: {step['offered']} actions offered; carried out: "
+                     f"{printable(step.get('taken') or '(nothing led anywhere)')}")
+        for n, level in enumerate(step["levels"], start=1):
+            lines.append(f"    level {n}:")
+            for t in level:
+                ahead = f"   (foreseen next: {printable(', '.join(t['foreseen']))})" if t.get("foreseen") else ""
+                lines.append(f"      {t['score']:.2f}  {printable(t['trajectory'])}{ahead}")
+    for r in tree.info.stats.get("context_refreshes") or []:
+        lines.append(f"  context rebuilt after step {r['step']}: {printable(r['why'])}")
     return "\n".join(lines)
 
 

@@ -33,12 +33,15 @@ if TYPE_CHECKING:
     from engine.descriptions import Descriptions
     from engine.store import RunLog
 
-METHODS = ("tog", "tog-r")
+# plan: lookahead planning with actor, model and critic (engine/planning.py); kg-llm-once: retrieve
+# the neighbourhood once, then answer in one step (engine/paradigms.py)
+METHODS = ("tog", "tog-r", "plan", "kg-llm-once")
 BASELINES = ("io", "cot")  # the LLM alone, no knowledge graph (engine/runs.py)
 # (lowest, highest) value of each numeric knob; None: no bound
 LIMITS: dict[str, tuple[float | None, float | None]] = {
     "width": (1, 50), "depth": (1, 10), "threshold": (0.0, 1.0), "max_candidates": (1, None),
-    "sample_over": (0, None), "sample_size": (1, None)}
+    "sample_over": (0, None), "sample_size": (1, None),
+    "lookahead": (1, 5), "proposals": (1, 10), "max_steps": (0, 10), "refresh_at": (0.0, 1.0)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,10 @@ class SearchConfig:
     sample_over: int = 0
     sample_size: int = 5
     seed: int = 0
+    lookahead: int = 3  # plan: simulated levels per real step (U)
+    proposals: int = 5  # plan: actions the Actor proposes per level (N)
+    max_steps: int = 0  # plan: real steps at most (T; 0: the depth)
+    refresh_at: float = 0.34  # plan: Enough-NewInfo, the change that rebuilds the roles' context
 
     def __post_init__(self) -> None:
         if self.method not in METHODS + BASELINES:
@@ -107,8 +114,14 @@ class CallPlan:
     def __init__(self, config: SearchConfig, pruner: Pruner, reasoner: Reasoner) -> None:
         self.depth = config.depth
         self.relations = int(pruner.uses_llm)
-        self.entities = int(pruner.uses_llm and config.method == "tog")
+        if config.method == "plan":  # a real step's lookahead: Actor, Model per proposal, Critic per level
+            self.depth = config.max_steps or config.depth
+            self.relations = config.lookahead * (config.proposals + 2) if pruner.uses_llm else 0
+        once = config.method == "kg-llm-once"  # one answer call, nothing in the loop
+        self.entities = int(pruner.uses_llm and config.method in ("tog", "plan"))
         self.judge = int(reasoner.uses_llm)
+        if once:
+            self.relations = self.entities = self.judge = 0
         self.answer = int(reasoner.uses_llm)
 
     def per_depth(self, d: int) -> int:
@@ -147,6 +160,15 @@ def search(
     ``descriptions`` (a user's relation description file) are put on every
     relation the KG offers, for the pruner and the judge to read."""
     recorder = recorder or Recorder(None, None)
+    if config.method == "plan":
+        from engine.planning import plan_search, roles
+
+        return plan_search(kg, question, topics, pruner, reasoner, config, recorder, descriptions,
+                           roles(kg, pruner, descriptions))
+    if config.method == "kg-llm-once":
+        from engine.paradigms import retrieve_once
+
+        return retrieve_once(kg, question, topics, pruner, reasoner, config, recorder, descriptions)
     plan = CallPlan(config, pruner, reasoner)
     rng = random.Random(f"{config.seed}:{question}")
     lookups0, seconds0 = kg.meter.lookups, kg.meter.seconds

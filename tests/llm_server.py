@@ -151,6 +151,10 @@ class Judgement:
         self.kind = self._kind()
 
     def _kind(self) -> str:
+        if "\nWalk: " in self.task:
+            return "foresee"  # the planner's Model
+        if "\nSteps:" in self.task or "\nPlans:" in self.task:
+            return "plans"  # the planner's Actor and Critic
         if "Candidates:" in self.task:
             return "relations" if re.search(r"^From ", self.task, re.M) else "entities"
         if "Sufficient" in self.system:
@@ -168,6 +172,15 @@ class Judgement:
         if not items:
             return []
         scored = []
+        if self.kind == "plans":  # a walk's real steps (->, <-) and those a simulation foresaw (=>)
+            for n, text in items:
+                real, *ahead = text.split(" => ")
+                topic, rels = path_relations(real.replace(" ?", " X"))
+                rels = [r.removesuffix(" (of)") for r in [*rels, *ahead]]
+                scored.append((relevance(self.question, topic, rels), n, text))
+            scored.sort(key=lambda t: (-t[0], t[1]))
+            top = [(max(sc, 0.01), n, text) for sc, n, text in scored[:3]]
+            return [(n, round(min(1.0, sc), 2), text) for sc, n, text in top]
         if self.kind == "relations":
             for n, text in items:
                 topic, rels = path_relations(text.replace(" ?", " X"))
@@ -195,6 +208,12 @@ class Judgement:
         top = [(max(sc, 0.01), n, text) for sc, n, text in scored[:3]]  # similarities can be negative
         total = sum(sc for sc, _, _ in top)
         return [(n, round(sc / total, 2), text) for sc, n, text in top]
+
+    def foresee(self) -> list[str]:
+        """What a model without the graph guesses follows a walk: the
+        question's words its relations do not account for yet."""
+        topic, rels = path_relations(_field(self.task, "Walk").replace(" ?", " X"))
+        return uncovered(self.question, topic, [r.removesuffix(" (of)") for r in rels])[:3]
 
     def _group_of(self, n: int) -> str:
         """The group line a numbered candidate is listed under."""
@@ -286,7 +305,17 @@ def reply_and_reading(messages: list[dict], mode: str, rng: random.Random,
     drift = rng.random()
     if mode == "llama2" and (stubborn or not j.repair) and rng.random() < unreadable:
         return rng.choice(UNREADABLE), None
-    if j.kind in ("relations", "entities"):
+    if j.kind == "foresee":
+        ahead = j.foresee()
+        exact = f"Next: {'; '.join(ahead) or 'none'}"
+        meant = {"next": ahead}
+        if mode == "exact" or j.repair or (mode == "gpt4" and drift < 0.8):
+            return exact, meant
+        if mode == "gpt4":
+            return f"**Next:** {', '.join(ahead) or 'none'}", meant
+        return (f"{rng.choice(VERBOSE_OPENINGS)}\n\nThe walk would likely reach entities with these relations.\n"
+                f"{exact}\n\nI hope this helps!", meant)
+    if j.kind in ("relations", "entities", "plans"):
         top = j.scores()
         exact = "\n".join(f"{n}: {s}" for n, s, _ in top)
         meant = {"scores": {n - 1: s for n, s, _ in top}}
@@ -399,6 +428,8 @@ def structured_reply(messages: list[dict], schema: dict) -> str:
     if "sufficient" in props:
         yes, confidence = j.verdict()
         return json.dumps({"sufficient": yes, "confidence": confidence})
+    if "next" in props:
+        return json.dumps({"next": j.foresee()})
     if "answers" in props:
         names, cited = j.answer() if j.kind == "answer" else ([], [])
         return json.dumps({"answers": names, "paths": cited})

@@ -279,3 +279,30 @@ def test_a_neo4j_database_made_before_sample_keys_gets_them_once(neo4j_store):
         open_spec(neo4j_store)
         rows = driver.execute_query("MATCH (n) WHERE n:Entity OR n:Value RETURN n.id AS id, n.sk AS sk").records
     assert rows and all(r["sk"] == sample_hash(r["id"]) for r in rows)
+
+
+@pytest.mark.parametrize("method", ["plan", "kg-llm-once"])
+def test_the_other_paradigms_read_a_hub_in_bounded_pieces_too(hub_store, monkeypatch, method):
+    """The planner's real steps and the one-shot retrieval use the same
+    bounded listing and expansion; the planner's simulated steps read the
+    schema only, and the retrieval shows at most its token cap."""
+    from engine.paradigms import TOKENS
+    from engine.pruning import get_pruner
+    from engine.reasoning import get_reasoner
+    from engine.runs import ask
+    from engine.search import SearchConfig
+
+    spy = Spy(hub_store.kg, monkeypatch)
+    r = ask(hub_store, "where was [The Hub] born", get_pruner("hybrid"), get_reasoner("offline"),
+            SearchConfig(method=method), record=False)
+    assert r.result.answer.names == ["Hub City"]
+    assert spy.most_rows() <= SAMPLE_KEEP
+    spy.calls.clear()
+    r = ask(hub_store, "which city was the one [Fan 7] likes born in", get_pruner("hybrid"),
+            get_reasoner("offline"), SearchConfig(method=method), record=False)
+    assert spy.most_rows() <= SAMPLE_KEEP and spy.full_reads() <= 2
+    if method == "kg-llm-once":
+        assert sum(len(p.verbalise()) // 4 + 2 for p in r.result.kept) <= TOKENS
+        assert r.result.stats["retrieved"] >= r.result.stats["shown"] > 0
+        hub_links = [p for p in r.result.kept if any(h.relation == LINKS for h in p.hops)]
+        assert len(hub_links) <= 100  # --max-candidates of the hub's 150,000 links, never all of them

@@ -14,7 +14,7 @@ from llm_server import ScriptedModel
 
 from engine.errors import LLMAuthError, LLMReplyError, LLMRequestError, LLMUnavailableError
 from engine.llm import LLMClient, LLMSettings, Usage, tracking
-from engine.replies import parse_answer, parse_entities, parse_judgement, parse_scores
+from engine.replies import parse_answer, parse_entities, parse_judgement, parse_next, parse_scores
 
 SECRET = "sk-test-DO-NOT-LEAK-4711"
 MODEL = "openai/scripted"
@@ -242,6 +242,11 @@ def test_every_few_shot_example_parses_with_our_parser():
         "judge_chains": lambda ex, reply: parse_judgement(reply),
         "answer": lambda ex, reply: parse_answer(reply, sum(line[:1].isdigit() for line in ex.splitlines())),
         "topics": lambda ex, reply: parse_entities(reply, ex) or None,
+        "actor": lambda ex, reply: parse_scores(reply, [line.split(". ", 1)[1] for line in ex.splitlines()
+                                                       if line[:1].isdigit()]),
+        "critic": lambda ex, reply: parse_scores(reply, [line.split(". ", 1)[1] for line in ex.splitlines()
+                                                        if line[:1].isdigit()]),
+        "model": lambda ex, reply: parse_next(reply),
         "io": lambda ex, reply: parse_answer(reply, 0),
         "cot": lambda ex, reply: parse_answer(reply, 0),
     }

@@ -1,0 +1,98 @@
+"""LLM⊕KG: retrieve once, then answer in one step (``--method kg-llm-once``).
+
+The framework's third paradigm, beside KG-only (the offline backbone),
+LLM-only (``io``, ``cot``) and LLM⊗KG (``tog``, ``tog-r``, ``plan``): the
+topic's neighbourhood up to ``depth`` hops is read from the KG without the
+LLM in the loop, verbalised as numbered paths, and the reasoner answers from
+them in one step (with ``--model``: one LLM call that cites the paths it used;
+offline: the offline reasoner's answer over the same paths).
+
+The retrieval is hub-safe and bounded: every hop is one batched relation
+listing and one batched expansion with the search's sampling limits
+(``max_candidates`` per pair), the cheap scorer orders what was found, at most
+``FRONTIER`` paths go on to the next hop, and the paths shown stop at
+``TOKENS`` tokens of text (about four characters a token).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from engine.graph import KnowledgeGraph, Node
+from engine.paths import Hop, Path
+from engine.pruning import Choice, Pruner
+from engine.reasoning import Reasoner
+
+if TYPE_CHECKING:
+    from engine.descriptions import Descriptions
+    from engine.search import Recorder, SearchConfig, SearchResult
+
+TOKENS = 3000  # the retrieved paths shown to the answer, at most (about 4 characters a token)
+FRONTIER = 30  # paths extended per hop, best first
+
+
+def retrieve_once(kg: KnowledgeGraph, question: str, topics: Sequence[Node], pruner: Pruner, reasoner: Reasoner,
+                  config: SearchConfig, recorder: Recorder, descriptions: Descriptions | None = None
+                  ) -> SearchResult:
+    from engine.search import SearchResult, _relations_of
+
+    lookups0, seconds0 = kg.meter.lookups, kg.meter.seconds
+    started = time.perf_counter()
+    counter = iter(range(1_000_000))
+    frontier = [Path(f"p{next(counter)}", t) for t in topics]
+    recorder.record(frontier, {p.id for p in frontier})
+    found: list[Path] = []
+    reached = 0
+    for depth in range(1, config.depth + 1):
+        around = _relations_of(kg, frontier, descriptions)
+        requests = list(dict.fromkeys((p.tail.id, rel) for p in frontier for rel in around.get(p.id, ())))
+        if not requests:
+            break
+        got = kg.expand(requests, limit=config.max_candidates, over=config.sample_over, size=config.sample_size)
+        if descriptions is not None:
+            got = descriptions.describe_candidates(got)
+        by_request: dict[tuple, list] = {}
+        for c in got:
+            by_request.setdefault((c.source, c.relation), []).append(c)
+        new = [p.extend(f"p{next(counter)}", Hop(rel, c.node, c.via))
+               for p in frontier for rel in around.get(p.id, ())
+               for c in by_request.get((p.tail.id, rel), ()) if not p.walks_back(rel, c.node.id)]
+        if not new:
+            break
+        # the cheap scorer orders what was read (no LLM: the retrieval is one step, not a loop)
+        scores = pruner.score_relations(question, [Choice(q, q.verbalise(with_entities=False), q.hops[-1].relation)
+                                                   for q in new]) if not pruner.uses_llm else [0.0] * len(new)
+        for q, s in zip(new, scores):
+            q.score = s
+        new.sort(key=lambda q: -q.score)
+        found += new
+        reached = depth
+        frontier = new[:FRONTIER]
+    shown = _within_tokens(sorted(found, key=lambda q: -q.score), TOKENS)
+    by_id = {q.id: q for q in found}
+    # the run keeps what was shown and the paths it grew from (not every path read)
+    needed: dict[str, Path] = {}
+    for q in shown:
+        at: Path | None = q
+        while at is not None and at.hops and at.id not in needed:
+            needed[at.id] = at
+            at = by_id.get(at.parent or "")
+    recorder.record(sorted(needed.values(), key=lambda q: q.depth), {q.id for q in shown})
+    answer = reasoner.answer(question, topics, shown, shown)
+    stats = {"depth": reached, "rewards": [], "kg_lookups": kg.meter.lookups - lookups0,
+             "kg_seconds": round(kg.meter.seconds - seconds0, 6), "seconds": round(time.perf_counter() - started, 6),
+             "paths_scored": len(found), "retrieved": len(found), "shown": len(shown)}
+    return SearchResult(answer, shown, [by_id[i] for i in answer.path_ids if i in by_id], reached, [], stats)
+
+
+def _within_tokens(paths: Sequence[Path], tokens: int) -> list[Path]:
+    out, used = [], 0
+    for p in paths:
+        cost = len(p.verbalise()) // 4 + 2
+        if used + cost > tokens:
+            break
+        out.append(p)
+        used += cost
+    return out

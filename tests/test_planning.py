@@ -1,0 +1,145 @@
+"""--method plan: lookahead planning with an Actor, a Model and a Critic
+(offline, and by a drifting stand-in model through litellm), with
+Enough-NewInfo deciding when the roles' context is rebuilt."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import METAQA
+from llm_server import StandInModel
+from test_llm_agent import env, sample_store  # noqa: F401 (fixtures)
+
+from engine.planning import SIMULATED
+from engine.store import open_store
+
+MODEL = "openai/stand-in"
+TWO_HOP = "who directed the films written by [Paul Attanasio]"
+
+
+@pytest.fixture
+def sample(sample_store):
+    return sample_store
+
+
+@pytest.fixture
+def gpt4(env):
+    with StandInModel(mode="gpt4", seed=3) as m:
+        yield m
+
+
+def _run(store, run_id):
+    with open_store(str(store)) as s:
+        tree = s.need_runs().get(run_id)
+        offered = {p.id: {(r.id, r.direction) for r in s.kg.relations([p.entity])[p.entity]}
+                   for p in tree.paths if not p.literal}
+    return tree, offered
+
+
+def _taken_only_what_the_kg_offered(tree, offered):
+    by_id = {p.id: p for p in tree.paths}
+    steps = [p for p in tree.paths if p.parent is not None]
+    assert steps
+    for p in steps:
+        assert not p.relation.startswith(SIMULATED)  # no foreseen relation is ever a path node
+        assert (p.relation, p.direction) in offered[p.parent], p
+    # one action per real step: every node of a depth follows the same relation
+    for depth in {p.depth for p in steps}:
+        assert len({(p.relation, p.direction) for p in steps if p.depth == depth}) == 1
+    return by_id
+
+
+def test_offline_plan_answers_and_records_its_lookahead_as_simulated(store_spec, tog):
+    """On either backend: the real steps are path nodes, the lookahead sits beside them."""
+    sample = store_spec
+    assert tog("load", METAQA / "kb.txt", "--store", sample).exit_code == 0
+    asked = tog("ask", TWO_HOP, "--store", sample, "--method", "plan", "--json")
+    assert asked.exit_code == 0, asked.output
+    data = json.loads(asked.output)
+    assert set(data["answer"]) == {"Mike Newell", "Robert Redford"}
+    tree, offered = _run(sample, data["run"])
+    _taken_only_what_the_kg_offered(tree, offered)
+    look = tree.info.stats["lookahead"]
+    assert look and all(step["simulated"] for step in look)
+    assert any(" => " in t["trajectory"] for step in look for level in step["levels"] for t in level)
+    assert tree.info.stats["context_refreshes"]
+    shown = tog("runs", "show", data["run"], "--store", sample, "--simulated")
+    assert shown.exit_code == 0, shown.output
+    assert "simulated (never read from the KG)" in shown.output and " => " in shown.output
+    plain = tog("runs", "show", data["run"], "--store", sample)
+    assert "never read from the KG" not in plain.output and "planned: " in plain.output
+    if sample.startswith("bolt"):  # Neo4j Browser draws it with the same saved query as any run
+        drawn = tog("runs", "show", data["run"], "--store", sample, "--cypher")
+        assert drawn.exit_code == 0 and "MATCH (r:TogRun {id: $run})" in drawn.output
+
+
+def test_the_llm_roles_stay_within_their_calls_and_take_only_offered_actions(sample, tog, gpt4):
+    lookahead, proposals = 2, 3
+    asked = tog("ask", TWO_HOP, "--store", sample, "--method", "plan", "--model", MODEL, "--api-base",
+                gpt4.api_base, "--no-cache", "--lookahead", str(lookahead), "--proposals", str(proposals), "--json")
+    assert asked.exit_code == 0, asked.output
+    data = json.loads(asked.output)
+    stats = data["stats"]
+    by_role = stats["llm_calls_by_purpose"]
+    steps = len(stats["lookahead"])
+    assert steps >= 1 and {"actor", "model", "critic"} <= set(by_role)
+    roles = sum(n for k, n in by_role.items() if k.split("-")[0] in ("actor", "model", "critic"))
+    assert roles <= steps * lookahead * (1 + proposals + 1)
+    assert by_role["actor"] <= steps * lookahead and by_role["critic"] <= steps * lookahead
+    tree, offered = _run(sample, data["run"])
+    _taken_only_what_the_kg_offered(tree, offered)
+    assert data["answer"], asked.output
+    assert stats["llm_fallbacks"] <= 1  # a drifting GPT-4-like model is read, not replaced
+
+
+@pytest.mark.parametrize("refresh_at,fewer", [(0.0, False), (1.0, True)])
+def test_enough_new_info_decides_how_often_the_context_is_rebuilt(sample, tog, gpt4, refresh_at, fewer):
+    asked = tog("ask", TWO_HOP, "--store", sample, "--method", "plan", "--model", MODEL, "--api-base",
+                gpt4.api_base, "--no-cache", "--refresh-at", str(refresh_at), "--json")
+    assert asked.exit_code == 0, asked.output
+    stats = json.loads(asked.output)["stats"]
+    refreshes = stats["context_refreshes"]
+    contexts = [r["body"]["messages"][-1]["content"].split("Found so far:\n", 1)[1].split("\n")[0]
+                for r in gpt4.requests if "Found so far:" in r["body"]["messages"][-1]["content"]]
+    assert contexts
+    if fewer:  # never rebuilt: every role reads the topic alone
+        assert refreshes == [] and set(contexts) == {"Paul Attanasio"}
+    else:  # rebuilt on every change: later roles read the paths found
+        assert len(refreshes) == len(stats["rewards"]) >= 1
+        assert any("->" in c for c in contexts) or len(stats["lookahead"]) == 1
+
+
+@pytest.mark.parametrize("reply,reading", [
+    ("Next: place of birth; nationality", ["place of birth", "nationality"]),
+    ("**Next:** place of birth, nationality", ["place of birth", "nationality"]),
+    ("Sure! The walk would reach people.\n\nNext relations: spouse | children\n\nHope this helps!",
+     ["spouse", "children"]),
+    ("- next: `directed by`.", ["directed by"]),
+    ('```json\n{"next": ["genre", "  release  year "]}\n```', ["genre", "release year"]),
+    ("Next: none", []),
+    ("Next: None.", []),
+    ("I cannot tell what the graph holds.", None),
+    ("", None),
+])
+def test_the_models_foresight_is_read_tolerantly(reply, reading):
+    from engine.replies import parse_next
+
+    assert parse_next(reply) == reading
+
+
+def test_retrieve_once_makes_one_answer_call_that_cites_what_was_read(sample, tog, gpt4):
+    asked = tog("ask", TWO_HOP, "--store", sample, "--method", "kg-llm-once", "--model", MODEL, "--api-base",
+                gpt4.api_base, "--no-cache", "--depth", "2", "--json")
+    assert asked.exit_code == 0, asked.output
+    data = json.loads(asked.output)
+    assert data["stats"]["llm_calls_by_purpose"] == {"answer": 1}
+    assert {"Mike Newell", "Robert Redford"} <= set(data["answer"])
+    assert data["from_kg"] and data["paths"] and data["stats"]["depth"] == 2
+    (request,) = gpt4.requests
+    shown = request["body"]["messages"][-1]["content"]
+    assert "Paul Attanasio <- written by <- Quiz Show -> directed by -> Robert Redford" in shown
+    tree, _ = _run(sample, data["run"])
+    kept = {p.id for p in tree.paths if p.kept and p.parent is not None}
+    assert kept and set(data["stats"]["answer_paths"]) <= kept  # the run holds what the model was shown
+
