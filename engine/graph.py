@@ -108,6 +108,7 @@ class PathRecord:
     score: float | None = None
     kept: bool = True
     literal: bool = False
+    relation_name: str | None = field(default=None, compare=False)  # the KG's name for it, for pictures
 
 
 @dataclass(slots=True)

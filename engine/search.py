@@ -90,7 +90,7 @@ class Recorder:
                 direction=hop.relation.direction if hop else None,
                 via=tuple(r.id for r in hop.via) if hop else (),
                 score=round(p.score, 6) if hop else None, kept=p.id in kept,
-                literal=p.tail.literal,
+                literal=p.tail.literal, relation_name=hop.relation_text if hop else None,
             ))
         self.runs.record_step(self.run_id, records)
 

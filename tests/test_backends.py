@@ -8,6 +8,7 @@ answers, and runs come back as the same trees.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import threading
@@ -632,3 +633,25 @@ def test_a_term_too_long_to_index_is_a_bad_line_and_a_long_name_is_kept_unlinked
     store.close()
     again = tog("load", nt, "--store", store_spec)
     assert again.exit_code == 0 and "already loaded" in again.output
+
+
+@pytest.mark.neo4j
+def test_runs_recorded_before_captions_get_them_from_a_migration(neo4j_store, tog):
+    import neo4j
+
+    assert tog("load", METAQA / "kb.txt", "--store", neo4j_store).exit_code == 0
+    asked = tog("ask", "who directed [Quiz Show]", "--store", neo4j_store, "--json")
+    assert asked.exit_code == 0, asked.output
+    run = json.loads(asked.output)["run"]
+    auth = (os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"])
+    captions = "MATCH (n:TogPath {run: $run}) OPTIONAL MATCH (n)-[e:PARENT]->() RETURN n.caption AS c, e.relation AS r"
+    with neo4j.GraphDatabase.driver(neo4j_store, auth=auth) as driver:
+        now = sorted((r["c"], r["r"]) for r in driver.execute_query(captions, run=run).records)
+        assert ("Quiz Show (topic)", None) in now and any(r == "directed by" for _, r in now)
+        # as a store made before captions: none on the nodes or edges, the migration not applied
+        driver.execute_query("MATCH (n:TogPath) REMOVE n.caption WITH n MATCH (n)-[e:PARENT]->() REMOVE e.relation")
+        driver.execute_query("MATCH (m:TogMigration {id: '014_run_captions'}) DELETE m")
+    open_spec(neo4j_store)  # opening migrates
+    with neo4j.GraphDatabase.driver(neo4j_store, auth=auth) as driver:
+        again = sorted((r["c"], r["r"]) for r in driver.execute_query(captions, run=run).records)
+    assert again == now

@@ -21,7 +21,7 @@ from conftest import METAQA, REPO
 
 pytestmark = pytest.mark.neo4j
 
-KEPT, PRUNED = "#57C7A4", "#D9DCE1"  # fill colours of cypher/tog-browser.grass
+KEPT, PRUNED, ANSWER = "#57C7A4", "#D9DCE1", "#F5C342"  # fill colours of cypher/tog-browser.grass
 
 
 @pytest.fixture
@@ -65,17 +65,30 @@ def test_browser_draws_a_run_with_kept_and_pruned_paths(neo4j_store, browser_pag
     run_id = asked.output.rsplit("run: ", 1)[1].split()[0]
     shown = tog("runs", "show", run_id, "--store", neo4j_store, "--cypher")
     assert shown.exit_code == 0, shown.output
-    param, query = shown.output.strip().split("\n\n", 1)
-    assert param == f':param run => "{run_id}"'
+    param, query, last_param, last_query, corrections_query = shown.output.strip().split("\n\n")
+    assert param == f':param run => "{run_id}"' and last_param == ":param last => 10"
     grass = re.sub(r"/\*.*?\*/", "", (REPO / "cypher" / "tog-browser.grass").read_text(encoding="utf-8"), flags=re.S)
 
     user, password = os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"]
     with neo4j.GraphDatabase.driver(neo4j_store, auth=(user, password)) as driver:
         records = driver.execute_query(query, run=run_id).records
-        drawn = {n.element_id for r in records for v in r.values() if v is not None
+        nodes = {n.element_id: n for r in records for v in r.values() if v is not None
                  for n in ([v] if isinstance(v, neo4j.graph.Node) else getattr(v, "nodes", []))}
+        drawn = set(nodes)
+        edges = {e.element_id: e for r in records for v in r.values() if v is not None
+                 for e in ([v] if isinstance(v, neo4j.graph.Relationship) else getattr(v, "relationships", []))}
+        # the run alone: its header and path nodes, its ROOT and PARENT edges, nothing of the KG
+        (count,) = driver.execute_query("MATCH (p:TogPath {run: $run}) RETURN count(p) AS n", run=run_id).records[0]
+        assert {label for n in nodes.values() for label in n.labels} <= {"TogRun", "TogPath", "Kept", "Pruned",
+                                                                          "Answer"}
+        assert len(nodes) == 1 + count and {e.type for e in edges.values()} == {"ROOT", "PARENT"}
+        answer = driver.execute_query("MATCH (p:TogPath:Answer {run: $run}) RETURN count(p) AS n",
+                                      run=run_id).records[0]["n"]
+        assert answer >= 3  # the topic, the films, the two directors the answer cites
+        assert driver.execute_query(last_query, last=10).records  # the last runs' query draws them too
+        driver.execute_query(corrections_query, run=run_id)  # and the corrections' query runs
         kept, pruned = driver.execute_query(
-            "MATCH (p:TogPath {run: $run}) "
+            "MATCH (p:TogPath {run: $run}) WHERE NOT p:Answer "
             "RETURN sum(CASE WHEN p:Kept THEN 1 ELSE 0 END) AS k, sum(CASE WHEN p:Pruned THEN 1 ELSE 0 END) AS n",
             run=run_id).records[0]
     assert kept and pruned
@@ -104,11 +117,19 @@ def test_browser_draws_a_run_with_kept_and_pruned_paths(neo4j_store, browser_pag
     page.wait_for_timeout(1500)  # let the force layout settle for the picture
 
     assert page.locator("svg g.node").count() == len(drawn)
+    # no relationship beyond the run's: Browser connected nothing of the KG into it
+    assert page.locator("svg g.relationship").count() == len(edges)
     fills = [f.upper() for f in page.locator("svg g.node circle.b-outline").evaluate_all(
         "cs => cs.map(c => c.getAttribute('fill'))")]
-    assert fills.count(KEPT) == kept and fills.count(PRUNED) == pruned
+    # kept green, pruned grey, the answer's paths gold
+    assert (fills.count(KEPT), fills.count(PRUNED), fills.count(ANSWER)) == (kept, pruned, answer)
     captions = " ".join(page.locator("svg g.node text").all_text_contents())
-    assert "Newell" in captions and "Redford" in captions  # the answer's path nodes
+    assert "Newell" in captions and "Redford" in captions and "Paul Attanasio" in captions
+    assert "…" not in captions and "..." not in captions  # no caption cut short
+    assert re.search(r"\b0\.\d\d\b", captions) and not re.search(r"\d\.\d{3,}", captions)  # scores to 2 places
+    steps = " ".join(page.locator("svg g.relationship text").all_text_contents())
+    assert "directed by" in steps and "written by (of)" in steps  # the KG's names of the relations
+    assert not re.search(r"urn:|https?:|/", captions + " " + steps)  # no IRI as a caption or a type
 
     shot = tmp_path / "neo4j-browser-run.png"
     frame.screenshot(path=str(shot))

@@ -17,7 +17,7 @@ from pathlib import Path
 from engine.backends.common import natural
 from engine.backends.neo4j.session import Neo4jSession
 from engine.errors import StoreError, UnknownRunError
-from engine.graph import PathRecord, RunInfo, RunTree, utc_now
+from engine.graph import PathRecord, RunInfo, RunTree, relation_text, utc_now
 from engine.queries import cypher
 
 
@@ -55,13 +55,20 @@ class Neo4jRunLog:
             "via": " ".join(p.via) if p.via else None,
             "score": float(p.score) if p.score is not None else None,
             "kept": bool(p.kept), "literal": bool(p.literal),
+            # what Browser shows: the entity's name and the score to two places on the node, the
+            # relation's KG name (not its IRI) on the edge from its parent (cypher/tog-browser.grass)
+            "caption": f"{p.name} (topic)" if p.parent is None else
+                       f"{p.name} {p.score:.2f}" if p.score is not None else p.name,
+            "step": None if p.relation is None else
+                    (p.relation_name or relation_text(p.relation)) + (" (of)" if p.direction == "in" else ""),
         } for p in sorted(paths, key=lambda p: p.depth)]
         self.session.run("run_step", write=True, run=run_id, paths=rows)
 
     def finish(self, run: RunInfo) -> None:
+        cited = [f"{run.id}/{p}" for p in run.stats.get("answer_paths", [])]
         try:
             self.session.run("run_finish", write=True, id=run.id, status=run.status, answer=json.dumps(run.answer),
-                             stats=json.dumps(run.stats, sort_keys=True), finished=run.finished)
+                             stats=json.dumps(run.stats, sort_keys=True), finished=run.finished, cited=cited)
         except StoreError as e:
             if run.status == "failed":  # the connection is gone: mark it failed on the next connect
                 _failure_journal().add(self.session.database_id, run.id, run.finished, str(e))
@@ -119,9 +126,13 @@ class Neo4jRunLog:
 class Neo4jBrowser:
     """``RunBrowser``: Neo4j Browser draws a run with the saved query."""
 
-    def commands(self, run_id: str) -> str:
-        """The parameter, then the saved query (``cypher/run_browser.cypher``)."""
-        return f":param run => {json.dumps(run_id)}\n\n{cypher('run_browser').strip()}\n"
+    def commands(self, run_id: str, last: int = 10) -> str:
+        """The parameter, then the saved query (``cypher/run_browser.cypher``);
+        then the queries for the last ``last`` runs and for the corrections
+        that touched the run's entities."""
+        return (f":param run => {json.dumps(run_id)}\n\n{cypher('run_browser').strip()}\n\n"
+                f":param last => {int(last)}\n\n{cypher('runs_browser_last').strip()}\n\n"
+                f"{cypher('run_browser_corrections').strip()}\n")
 
 
 class _FailureJournal:
