@@ -506,7 +506,7 @@ def baseline_answer(client: LLMClient, method: str, question: str) -> list[str]:
 
 
 
-# -- the planner's roles (``--method plan``, engine/planning.py) -------------------
+# -- the planner's roles (``--method plan``, engine/planner.py) -------------------
 
 SCHEMA_NEXT = {"type": "object", "additionalProperties": False, "required": ["next"],
                "properties": {"next": {"type": "array", "maxItems": 5, "items": {"type": "string"}}}}
@@ -534,7 +534,7 @@ class LLMActor(_Role):
     (a longer list is cut to the offline scorer's best first)."""
 
     def propose(self, question: str, context: str, options, n: int) -> list[int]:
-        from engine.planning import _option_text
+        from engine.planner import _option_text
 
         if not options:
             return []
@@ -551,7 +551,7 @@ class LLMModel(_Role):
     """The simulated knowledge base: one call per proposed trajectory (no KG lookup)."""
 
     def predict(self, question: str, context: str, trajectories) -> list[list[Relation]]:
-        from engine.planning import foreseen
+        from engine.planner import foreseen
 
         p = prompt("model")
         out: list[list[Relation]] = []

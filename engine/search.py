@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from engine.descriptions import Descriptions
     from engine.store import RunLog
 
-# plan: lookahead planning with actor, model and critic (engine/planning.py); kg-llm-once: retrieve
+# plan: lookahead planning with actor, model and critic (engine/planner.py); kg-llm-once: retrieve
 # the neighbourhood once, then answer in one step (engine/paradigms.py)
 METHODS = ("tog", "tog-r", "plan", "kg-llm-once")
 BASELINES = ("io", "cot")  # the LLM alone, no knowledge graph (engine/runs.py)
@@ -161,7 +161,7 @@ def search(
     relation the KG offers, for the pruner and the judge to read."""
     recorder = recorder or Recorder(None, None)
     if config.method == "plan":
-        from engine.planning import plan_search, roles
+        from engine.planner import plan_search, roles
 
         return plan_search(kg, question, topics, pruner, reasoner, config, recorder, descriptions,
                            roles(kg, pruner, descriptions))

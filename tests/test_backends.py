@@ -655,3 +655,23 @@ def test_runs_recorded_before_captions_get_them_from_a_migration(neo4j_store, to
     with neo4j.GraphDatabase.driver(neo4j_store, auth=auth) as driver:
         again = sorted((r["c"], r["r"]) for r in driver.execute_query(captions, run=run).records)
     assert again == now
+
+
+@pytest.mark.neo4j
+def test_the_saved_browser_query_draws_a_root_per_topic(neo4j_store, tog, tmp_path):
+    import neo4j
+    from test_learning import clubs
+
+    src, both = clubs(tmp_path)
+    assert tog("load", src, "--store", neo4j_store, "--format", "tsv").exit_code == 0
+    asked = tog("ask", "which player of northfield_rovers was born in eastby", "--store", neo4j_store, "--json")
+    assert asked.exit_code == 0, asked.output
+    run = json.loads(asked.output)["run"]
+    query = tog("runs", "show", run, "--store", neo4j_store, "--cypher").output.split("\n\n")[1]
+    auth = (os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"])
+    with neo4j.GraphDatabase.driver(neo4j_store, auth=auth) as driver:
+        records = driver.execute_query(query, run=run).records
+    roots = {r["root"].end_node["caption"] for r in records}
+    assert roots == {"northfield_rovers (topic)", "eastby (topic)"}
+    answer = {n["caption"].rsplit(" ", 1)[0] for r in records for n in r["tree"].nodes if "Answer" in n.labels}
+    assert both in answer

@@ -11,7 +11,7 @@ from conftest import METAQA
 from llm_server import StandInModel
 from test_llm_agent import env, sample_store  # noqa: F401 (fixtures)
 
-from engine.planning import SIMULATED
+from engine.planner import SIMULATED
 from engine.store import open_store
 
 MODEL = "openai/stand-in"
