@@ -24,10 +24,10 @@ role; a reply that cannot be read leaves that role's decision to its offline
 counterpart. A real step costs at most ``lookahead * (1 + proposals + 1)``
 role calls.
 
-**Enough-NewInfo.** The roles read a context (B_k): the kept paths as of its
-last refresh. It is rebuilt from the memory (D_t, every kept path) only when
-enough has changed: the kept paths' answer set moved by a Jaccard distance of
-more than ``refresh_at``, or the judge's reward by more than that. Each refresh is
+**Enough-NewInfo.** The roles read a context (B_k): the memory's paths as of
+its last refresh. It is rebuilt from the memory (D_t, every path kept so far,
+the latest first) only when enough has changed: the kept paths' answer set
+moved by a Jaccard distance of more than ``refresh_at``, or the judge's reward by more than that. Each refresh is
 recorded in the run (``stats["context_refreshes"]``).
 
 Simulated steps never reach the KG: the Model reads the schema (or asks the
@@ -181,7 +181,9 @@ class Context:
     reward: float
     refreshes: list[dict] = field(default_factory=list)
 
-    def update(self, step: int, kept: Sequence[Path], reward: float, at: float) -> bool:
+    def update(self, step: int, kept: Sequence[Path], memory: Sequence[Path], reward: float, at: float) -> bool:
+        """Rebuild the context from the memory (its latest paths first) when
+        the kept paths' answers or the reward moved by more than ``at``."""
         answers = frozenset(p.tail.id for p in kept)
         union = answers | self.answers
         moved = 1 - len(answers & self.answers) / len(union) if union else 0.0
@@ -190,9 +192,9 @@ class Context:
             return False
         why = "; ".join(x for x in (f"answer set moved {moved:.2f}" if moved > at else "",
                                     f"reward {self.reward:.2f} -> {reward:.2f}" if jump > at else "") if x)
-        self.text = summary(kept)
+        self.text = summary(list(reversed(memory)))
         self.answers, self.reward = answers, reward
-        self.refreshes.append({"step": step, "why": why, "paths": len(kept)})
+        self.refreshes.append({"step": step, "why": why, "paths": len(memory)})
         return True
 
 
@@ -280,7 +282,7 @@ def plan_search(kg: KnowledgeGraph, question: str, topics: Sequence[Node], prune
         reward = reasoner.judge(question, topics, beam, _Around(kg, beam, descriptions) if step < steps else {},
                                 steps - step, schema)
         rewards.append(reward)
-        context.update(step, beam, reward, config.refresh_at)
+        context.update(step, beam, memory, reward, config.refresh_at)
         if reward >= config.threshold:
             break
 
@@ -319,7 +321,7 @@ def _look_ahead(question: str, topics: Sequence[Node], context: str, offered: Se
         if not grown:
             break
         for t, ahead in zip(grown, model.predict(question, context, grown)):
-            t.ahead = [r for r in ahead if r not in t.chain()]
+            t.ahead = [r for r in ahead if r not in t.chain()]  # never the same relation the same way twice
         for t, s in zip(grown, critic.evaluate(question, context, topics, grown)):
             t.score = s
         grown.sort(key=lambda t: -t.score)
