@@ -121,7 +121,8 @@ class Converter:
             if not (head and rel and tail):
                 bad.append((first + offset, "empty field"))
                 continue
-            if self.max_iri and max(len(head), len(tail), len(rel)) * 3 + len(ENTITY_NS) > self.max_iri:
+            # a character quotes to at most 12 (four UTF-8 bytes as %XX): only a long field is measured
+            if self.max_iri and max(len(head), len(tail), len(rel)) * 12 + len(ENTITY_NS) > self.max_iri:
                 longest = max((entity_iri(head), entity_iri(tail), relation_iri(rel)), key=len)
                 if len(longest) > self.max_iri:
                     bad.append((first + offset, f"a field's IRI is {len(longest):,} bytes long; this store "
