@@ -225,9 +225,11 @@ def plan_search(kg: KnowledgeGraph, question: str, topics: Sequence[Node], prune
     candidates: list[Path] = []
     reached = 0
     schema = kg.schema.after if kg.schema is not None else None
+    ahead: _Around | None = None  # the relations around the beam, once the judge (or this loop) lists them
 
     for step in range(1, steps + 1):
-        around = _relations_of(kg, beam, descriptions)  # the actions the KG offers: one round trip
+        # the actions the KG offers: one round trip (or none: the judge's look at them is reused)
+        around = ahead if ahead is not None else _relations_of(kg, beam, descriptions)
         # an action is a relation, followed from every kept path whose end offers it (shown with the best one)
         offering: dict[Relation, list[Path]] = {}
         for p in beam:
@@ -279,8 +281,8 @@ def plan_search(kg: KnowledgeGraph, question: str, topics: Sequence[Node], prune
         memory += beam
         candidates, reached = ranked, step
         plan.before(step, "judge")
-        reward = reasoner.judge(question, topics, beam, _Around(kg, beam, descriptions) if step < steps else {},
-                                steps - step, schema)
+        ahead = _Around(kg, beam, descriptions) if step < steps else None  # listed when first read
+        reward = reasoner.judge(question, topics, beam, ahead if ahead is not None else {}, steps - step, schema)
         rewards.append(reward)
         context.update(step, beam, memory, reward, config.refresh_at)
         if reward >= config.threshold:
