@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engine.graph import KnowledgeGraph, Node
-from engine.paths import Hop, Path
+from engine.paths import Path
 from engine.pruning import Choice, Pruner
 from engine.reasoning import Reasoner
 
@@ -36,7 +36,7 @@ FRONTIER = 30  # paths extended per hop, best first
 def retrieve_once(kg: KnowledgeGraph, question: str, topics: Sequence[Node], pruner: Pruner, reasoner: Reasoner,
                   config: SearchConfig, recorder: Recorder, descriptions: Descriptions | None = None
                   ) -> SearchResult:
-    from engine.search import SearchResult, _relations_of
+    from engine.search import SearchResult, _relations_of, follow
 
     lookups0, seconds0 = kg.meter.lookups, kg.meter.seconds
     started = time.perf_counter()
@@ -47,18 +47,10 @@ def retrieve_once(kg: KnowledgeGraph, question: str, topics: Sequence[Node], pru
     reached = 0
     for depth in range(1, config.depth + 1):
         around = _relations_of(kg, frontier, descriptions)
-        requests = list(dict.fromkeys((p.tail.id, rel) for p in frontier for rel in around.get(p.id, ())))
-        if not requests:
+        steps = [(p, rel) for p in frontier for rel in around.get(p.id, ())]
+        if not steps:
             break
-        got = kg.expand(requests, limit=config.max_candidates, over=config.sample_over, size=config.sample_size)
-        if descriptions is not None:
-            got = descriptions.describe_candidates(got)
-        by_request: dict[tuple, list] = {}
-        for c in got:
-            by_request.setdefault((c.source, c.relation), []).append(c)
-        new = [p.extend(f"p{next(counter)}", Hop(rel, c.node, c.via))
-               for p in frontier for rel in around.get(p.id, ())
-               for c in by_request.get((p.tail.id, rel), ()) if not p.walks_back(rel, c.node.id)]
+        new = [q for grown in follow(kg, steps, config, descriptions, counter) for q in grown]
         if not new:
             break
         # the cheap scorer orders what was read (no LLM: the retrieval is one step, not a loop)

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from engine.graph import KnowledgeGraph, Node, Relation
-from engine.paths import Hop, Path
+from engine.paths import Path
 from engine.pruning import Choice, Pruner
 from engine.reasoning import Reasoner
 
@@ -206,7 +206,7 @@ def plan_search(kg: KnowledgeGraph, question: str, topics: Sequence[Node], prune
                 config: SearchConfig, recorder: Recorder, descriptions: Descriptions | None = None,
                 roles: tuple | None = None) -> SearchResult:
     """``--method plan`` from ``topics``; ``roles`` (actor, model, critic) default to the offline ones."""
-    from engine.search import CallPlan, SearchResult, _Around, _relations_of
+    from engine.search import CallPlan, SearchResult, _Around, _relations_of, follow
 
     actor, model, critic = roles or default_roles(kg, pruner, descriptions)
     plan = CallPlan(config, pruner, reasoner)
@@ -251,19 +251,10 @@ def plan_search(kg: KnowledgeGraph, question: str, topics: Sequence[Node], prune
                 continue
             tried.add(best.first)
             starts = offering.get(best.first, [best.path])
-            found = kg.expand(list(dict.fromkeys((p.tail.id, best.first) for p in starts)),
-                              limit=config.max_candidates, over=config.sample_over, size=config.sample_size)
-            if descriptions is not None:
-                found = descriptions.describe_candidates(found)
-            by_source: dict[str, list] = {}
-            for c in found:
-                by_source.setdefault(c.source, []).append(c)
-            for p in starts:
-                for c in by_source.get(p.tail.id, ()):
-                    if not p.walks_back(best.first, c.node.id):
-                        q = p.extend(f"p{next(counter)}", Hop(best.first, c.node, c.via))
-                        q.relation_score = best.score
-                        new.append(q)
+            for grown in follow(kg, [(p, best.first) for p in starts], config, descriptions, counter):
+                for q in grown:
+                    q.relation_score = best.score
+                    new.append(q)
             if new:
                 lookahead[-1]["taken"] = best.text().split(" => ")[0]
                 break

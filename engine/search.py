@@ -204,22 +204,13 @@ def search(
             if len(chosen[pid]) < config.width:
                 chosen[pid].append((rels[i], scores[i]))
         # 2. follow the chosen relations, one round trip
-        requests = list(dict.fromkeys((p.tail.id, rel) for p in beam for rel, _ in chosen.get(p.id, ())))
-        found = kg.expand(requests, limit=config.max_candidates, over=config.sample_over, size=config.sample_size)
-        if descriptions is not None:
-            found = descriptions.describe_candidates(found)
-        by_request: dict[tuple[str, Relation], list] = defaultdict(list)
-        for c in found:
-            by_request[(c.source, c.relation)].append(c)
+        steps = [(p, rel, rscore) for p in beam for rel, rscore in chosen.get(p.id, ())]
         new: list[Path] = []
-        for p in beam:
-            for rel, rscore in chosen.get(p.id, ()):
-                for c in by_request.get((p.tail.id, rel), ()):
-                    if p.walks_back(rel, c.node.id):
-                        continue  # never straight back along the edge just taken
-                    q = p.extend(f"p{next(counter)}", Hop(rel, c.node, c.via))
-                    q.relation_score = rscore
-                    new.append(q)
+        for (_, _, rscore), grown in zip(steps, follow(kg, [(p, rel) for p, rel, _ in steps], config, descriptions,
+                                                       counter)):
+            for q in grown:
+                q.relation_score = rscore
+                new.append(q)
         if not new:
             break
         # 3. entity pruning (ToG) or sampling (ToG-R)
@@ -268,6 +259,24 @@ def search(
         "paths_scored": len(everything) - len(topics),
     }
     return SearchResult(answer, beam if reached else [], supporting, reached, rewards, stats)
+
+
+def follow(kg: KnowledgeGraph, steps: Sequence[tuple[Path, Relation]], config: SearchConfig,
+           descriptions: Descriptions | None, counter: Iterator[int]) -> list[list[Path]]:
+    """Each (path, relation) step followed, in one bounded expansion (the
+    search's sampling limits): per step, the longer paths, never straight back
+    along the edge just taken."""
+    requests = list(dict.fromkeys((p.tail.id, rel) for p, rel in steps))
+    if not requests:
+        return [[] for _ in steps]
+    found = kg.expand(requests, limit=config.max_candidates, over=config.sample_over, size=config.sample_size)
+    if descriptions is not None:
+        found = descriptions.describe_candidates(found)
+    by_request: dict[tuple[str, Relation], list] = defaultdict(list)
+    for c in found:
+        by_request[(c.source, c.relation)].append(c)
+    return [[p.extend(f"p{next(counter)}", Hop(rel, c.node, c.via)) for c in by_request.get((p.tail.id, rel), ())
+             if not p.walks_back(rel, c.node.id)] for p, rel in steps]
 
 
 CONTINUE_BONUS = 0.05  # for a path whose tail has the step the question needs next
