@@ -4,4 +4,5 @@ MATCH (r:TogRun)
 WITH r ORDER BY r.started DESC LIMIT $last
 MATCH (r)-[root:ROOT]->(top:TogPath)
 MATCH tree = (top)<-[:PARENT*0..]-(p:TogPath)
-RETURN r, root, tree
+OPTIONAL MATCH foreseen = (p)<-[:LOOKAHEAD]-(:TogSimulated)
+RETURN r, root, tree, foreseen

@@ -536,6 +536,31 @@ def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output, simulat
     echo(f"wrote {output}")
 
 
+@cli.command("browser-style")
+@store_option
+@click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Write the style sheet to this file (default: print it).")
+@_fail_cleanly
+def browser_style(store, output) -> None:
+    """Neo4j Browser's style sheet for this Neo4j store: the runs' colours and
+    captions, and every KG relationship type captioned with its relation's
+    name instead of its IRI. Drop the file onto the panel `:style` opens."""
+    with _open(store, reading=True) as s:
+        style = s.need_browser().style()
+    note = (f"{style.relations} relationship types captioned with their names"
+            + (f"; {style.skipped} with a backslash in their IRI keep it (no style selector can name them)"
+               if style.skipped else ""))
+    if output is None:
+        click.echo(style.text(), nl=False)
+        echo(note, err=True)
+        return
+    try:
+        output.write_text(style.text(), encoding="utf-8")
+    except OSError as e:
+        raise click.ClickException(f"cannot write {output}: {e.strerror or e}") from None
+    echo(f"wrote {output}: {note}")
+
+
 @cli.command()
 @click.argument("run_id")
 @store_option

@@ -319,8 +319,8 @@ def _look_ahead(question: str, topics: Sequence[Node], context: str, offered: Se
             t.score = s
         grown.sort(key=lambda t: -t.score)
         frontier = grown[:config.width]
-        tree.append([{"trajectory": t.text(), "score": t.score, "foreseen": [_step(r) for r in t.ahead[:4]]}
-                     for t in grown])
+        tree.append([{"trajectory": t.text(), "score": t.score, "foreseen": [_step(r) for r in t.ahead[:4]],
+                      "from": t.path.id, "steps": [_step(r) for r in t.steps]} for t in grown])
         for t in grown:  # a first action is worth its best trajectory
             if t.first not in best_of_first or t.score > best_of_first[t.first].score:
                 best_of_first[t.first] = t

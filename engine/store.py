@@ -12,6 +12,7 @@ corrections); the command that needs it gets one clear error from
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -203,11 +204,30 @@ class BulkSink(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class BrowserStyle:
+    """A graph browser's style sheet: for Neo4j Browser, grass as JSON (its
+    ``:style`` and its file drop read JSON as well as grass text).
+    ``relations`` rules caption KG relationship types; ``skipped`` types no
+    selector can name."""
+
+    rules: dict[str, dict[str, str]]
+    relations: int
+    skipped: int
+
+    def text(self) -> str:
+        return json.dumps(self.rules, ensure_ascii=False, indent=1) + "\n"
+
+
 class RunBrowser(Protocol):
     """A graph browser that draws runs (Neo4j Browser)."""
 
     def commands(self, run_id: str) -> str:
         """What to paste into the browser to draw the run."""
+        ...
+
+    def style(self) -> BrowserStyle:
+        """The browser's style sheet for this store (runs and KG relations)."""
         ...
 
 

@@ -11,6 +11,7 @@ from here).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -56,6 +57,48 @@ def _one_line(cypher: str) -> str:
     return " ".join(" ".join(lines).split())
 
 
+def _connect(page, uri: str):
+    """Log Browser in to the test server; returns what types and runs a command."""
+    user, password = os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"]
+    host = uri.split("://", 1)[1]
+    page.goto(f"{os.environ['NEO4J_BROWSER_URL']}?dbms=bolt://{user}@{host}&preselectAuthMethod=NATIVE")
+    page.fill('[data-testid="password"]', password)
+    page.click('[data-testid="connect"]')
+    page.wait_for_selector('[data-testid="disconnectedBanner"]', state="detached", timeout=30_000)
+    # connected: the editor's prompt names the database
+    page.locator('[data-testid="main"]').get_by_text(re.compile(r"^\w+\$$")).first.wait_for(timeout=30_000)
+
+    def run(command: str) -> None:
+        page.locator('[data-testid="activeEditor"]').click()
+        page.keyboard.insert_text(command)
+        page.keyboard.press("Control+Enter")
+
+    return run
+
+
+def _draw(page, uri: str, style: str, param: str, run_id: str, query: str, nodes: int):
+    """Connect, style, set the run parameter and draw the run: the command
+    runner, the drawing's frame and its nodes' fill colours."""
+    run = _connect(page, uri)
+    run(":style " + " ".join(style.split()))
+    run(param)
+    page.wait_for_selector(f"text={run_id}", timeout=15_000)
+    run(_one_line(query))
+    frame = _drawn(page, nodes)
+    fills = [f.upper() for f in frame.locator("svg g.node circle.b-outline").evaluate_all(
+        "cs => cs.map(c => c.getAttribute('fill'))")]
+    return run, frame, fills
+
+
+def _drawn(page, at_least: int):
+    """Wait for the newest frame's drawing of ``at_least`` nodes; that frame."""
+    frame = page.locator('[data-testid="frame"]').filter(has=page.locator("svg g.node")).first
+    frame.wait_for(timeout=30_000)
+    frame.locator("svg g.node").nth(at_least - 1).wait_for(timeout=30_000)
+    page.wait_for_timeout(1500)  # let the force layout settle for the picture
+    return frame
+
+
 def test_browser_draws_a_run_with_kept_and_pruned_paths(neo4j_store, browser_page, tog, tmp_path):
     import neo4j
 
@@ -94,33 +137,10 @@ def test_browser_draws_a_run_with_kept_and_pruned_paths(neo4j_store, browser_pag
     assert kept and pruned
 
     page = browser_page
-    host = neo4j_store.split("://", 1)[1]
-    page.goto(f"{os.environ['NEO4J_BROWSER_URL']}?dbms=bolt://{user}@{host}&preselectAuthMethod=NATIVE")
-    page.fill('[data-testid="password"]', password)
-    page.click('[data-testid="connect"]')
-    page.wait_for_selector('[data-testid="disconnectedBanner"]', state="detached", timeout=30_000)
-    # connected: the editor's prompt names the database
-    page.locator('[data-testid="main"]').get_by_text(re.compile(r"^\w+\$$")).first.wait_for(timeout=30_000)
-
-    def run(command: str) -> None:
-        page.locator('[data-testid="activeEditor"]').click()
-        page.keyboard.insert_text(command)
-        page.keyboard.press("Control+Enter")
-
-    run(":style " + " ".join(grass.split()))
-    run(param)
-    page.wait_for_selector(f"text={run_id}", timeout=15_000)
-    run(_one_line(query))
-    frame = page.locator('[data-testid="frame"]').filter(has=page.locator("svg g.node")).first
-    frame.wait_for(timeout=30_000)
-    page.wait_for_function(f"document.querySelectorAll('svg g.node').length >= {len(drawn)}", timeout=30_000)
-    page.wait_for_timeout(1500)  # let the force layout settle for the picture
-
+    _, frame, fills = _draw(page, neo4j_store, grass, param, run_id, query, len(drawn))
     assert page.locator("svg g.node").count() == len(drawn)
     # no relationship beyond the run's: Browser connected nothing of the KG into it
     assert page.locator("svg g.relationship").count() == len(edges)
-    fills = [f.upper() for f in page.locator("svg g.node circle.b-outline").evaluate_all(
-        "cs => cs.map(c => c.getAttribute('fill'))")]
     # kept green, pruned grey, the answer's paths gold
     assert (fills.count(KEPT), fills.count(PRUNED), fills.count(ANSWER)) == (kept, pruned, answer)
     captions = " ".join(page.locator("svg g.node text").all_text_contents())
@@ -138,3 +158,70 @@ def test_browser_draws_a_run_with_kept_and_pruned_paths(neo4j_store, browser_pag
         target = Path(os.environ["TOG_SCREENSHOTS"])
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, target / shot.name)
+
+
+SIMULATED = "#D7C8EE"  # node.TogSimulated in cypher/tog-browser.grass
+
+
+def test_browser_draws_a_planned_runs_lookahead_and_kg_relations_by_name(neo4j_store, browser_page, tog, tmp_path):
+    """A planned run's simulated steps hang off its real path nodes, marked
+    simulated; with `tog browser-style`, KG edges read as their relations'
+    names, Freebase's dotted IRIs included."""
+    import neo4j
+
+    from engine.graph import relation_text
+
+    for kb in (METAQA / "kb.txt", REPO / "tests" / "fixtures" / "freebase-excerpt.nt"):
+        assert tog("load", kb, "--store", neo4j_store).exit_code == 0
+    asked = tog("ask", "who directed the films written by [Paul Attanasio]", "--store", neo4j_store,
+                "--method", "plan")
+    assert asked.exit_code == 0, asked.output
+    run_id = asked.output.rsplit("run: ", 1)[1].split()[0]
+    param, query = tog("runs", "show", run_id, "--store", neo4j_store, "--cypher").output.strip().split("\n\n")[:2]
+    style_file = tmp_path / "tog.grass"
+    styled = tog("browser-style", "--store", neo4j_store, "-o", style_file)
+    assert styled.exit_code == 0 and "relationship types captioned with their names" in styled.output
+
+    user, password = os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"]
+    with neo4j.GraphDatabase.driver(neo4j_store, auth=(user, password)) as driver:
+        records = driver.execute_query(query, run=run_id).records
+        nodes = {n.element_id: n for r in records for v in r.values() if isinstance(v, neo4j.graph.Path)
+                 for n in v.nodes} | {r["r"].element_id: r["r"] for r in records}
+        edges = {e.element_id for r in records for v in r.values() if isinstance(v, neo4j.graph.Path)
+                 for e in v.relationships} | {r["root"].element_id for r in records}
+        simulated = [n for n in nodes.values() if "TogSimulated" in n.labels]
+        (paths,) = driver.execute_query("MATCH (p:TogPath {run: $run}) RETURN count(p) AS n", run=run_id).records[0]
+        # the lookahead's deepest level per real step, each hung off a real path node of this run, never the KG
+        look = json.loads(driver.execute_query("MATCH (r:TogRun {id: $run}) RETURN r.stats AS s",
+                                               run=run_id).records[0]["s"])["lookahead"]
+        assert len(simulated) == sum(len(step["levels"][-1]) for step in look) > 0
+        assert len(nodes) == 1 + paths + len(simulated)
+        assert not driver.execute_query("MATCH (:TogSimulated {run: $run})-[:AT]->() RETURN 1", run=run_id).records
+        kg_edges = driver.execute_query(
+            "MATCH (f:Entity)-[k]->(d:Entity) WHERE type(k) STARTS WITH 'http://rdf.freebase.com/' "
+            "RETURN count(k) AS n, collect(DISTINCT type(k)) AS types").records[0]
+
+    page = browser_page
+    run, frame, fills = _draw(page, neo4j_store, style_file.read_text(encoding="utf-8"), param, run_id, query,
+                              len(nodes))
+    assert frame.locator("svg g.node").count() == len(nodes)
+    assert frame.locator("svg g.relationship").count() == len(edges)
+    assert fills.count(SIMULATED) == len(simulated)
+    captions = " ".join(frame.locator("svg g.node text").all_text_contents())
+    assert " => " in captions and "…" not in captions and "..." not in captions
+    steps = frame.locator("svg g.relationship text").all_text_contents()
+    assert steps.count("simulated") == len(simulated)
+    if os.environ.get("TOG_SCREENSHOTS"):
+        frame.screenshot(path=str(Path(os.environ["TOG_SCREENSHOTS"]) / "neo4j-browser-plan.png"))
+
+    # the KG itself: Freebase's relationship types (IRIs with dots) shown by name
+    run("MATCH (f:Entity)-[k]->(d:Entity) WHERE type(k) STARTS WITH 'http://rdf.freebase.com/' RETURN f, k, d")
+    frame = page.locator('[data-testid="frame"]').first  # the newest frame comes first
+    frame.locator("svg g.relationship").nth(kg_edges["n"] - 1).wait_for(timeout=30_000)
+    page.wait_for_timeout(1500)
+    shown = frame.locator("svg g.relationship text").all_text_contents()
+    names = {relation_text(t) for t in kg_edges["types"]}
+    # Browser cuts a caption longer than its edge (a trailing …); what is left is the start of a name
+    assert len(shown) == kg_edges["n"] and "film directed by" in shown
+    assert all(any(n.startswith(s.removesuffix("…")) for n in names) for s in shown), shown
+    assert not [s for s in shown if re.search(r"https?:|urn:|/", s)]

@@ -70,8 +70,22 @@ def test_offline_plan_answers_and_records_its_lookahead_as_simulated(store_spec,
     plain = tog("runs", "show", data["run"], "--store", sample)
     assert "never read from the KG" not in plain.output and "planned: " in plain.output
     if sample.startswith("bolt"):  # Neo4j Browser draws it with the same saved query as any run
+        import os
+
+        import neo4j
+
         drawn = tog("runs", "show", data["run"], "--store", sample, "--cypher")
         assert drawn.exit_code == 0 and "MATCH (r:TogRun {id: $run})" in drawn.output
+        query = drawn.output.split("\n\n")[1]
+        count = "MATCH (s:TogSimulated {run: $run}) RETURN count(s) AS n"
+        with neo4j.GraphDatabase.driver(sample, auth=(os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"])) as d:
+            # the lookahead's deepest level per step, beside the real path nodes (tests/test_browser.py draws it)
+            drawn_sim = {n["id"] for r in d.execute_query(query, run=data["run"]).records
+                         if r["foreseen"] is not None for n in r["foreseen"].nodes if "TogSimulated" in n.labels}
+            assert len(drawn_sim) == sum(len(step["levels"][-1]) for step in look)
+            assert d.execute_query(count, run=data["run"]).records[0]["n"] == len(drawn_sim)
+            assert tog("runs", "prune", "--older-than", "0s", "--store", sample).exit_code == 0
+            assert d.execute_query(count, run=data["run"]).records[0]["n"] == 0  # gone with its run
 
 
 def test_the_llm_roles_stay_within_their_calls_and_take_only_offered_actions(sample, tog, gpt4):

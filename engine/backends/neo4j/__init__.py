@@ -45,5 +45,6 @@ def open_neo4j(uri: str, *, user: str | None = None, password: str | None = None
     except BaseException:
         session.close()
         raise
-    return Store(session.uri, Neo4jKG(session, policy), runs, Neo4jCorrections(session), Neo4jSink(session),
-                 browser=Neo4jBrowser(), closers=[session.close])
+    kg = Neo4jKG(session, policy)
+    return Store(session.uri, kg, runs, Neo4jCorrections(session), Neo4jSink(session),
+                 browser=Neo4jBrowser(kg), closers=[session.close])

@@ -11,14 +11,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
+from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.backends.common import natural
 from engine.backends.neo4j.session import Neo4jSession
 from engine.errors import StoreError, UnknownRunError
 from engine.graph import PathRecord, RunInfo, RunTree, relation_text, utc_now
 from engine.queries import cypher
+from engine.store import BrowserStyle
+
+if TYPE_CHECKING:
+    from engine.backends.neo4j.kg import Neo4jKG
 
 
 def _no_run(run_id: str) -> UnknownRunError:
@@ -68,7 +75,8 @@ class Neo4jRunLog:
         cited = [f"{run.id}/{p}" for p in run.stats.get("answer_paths", [])]
         try:
             self.session.run("run_finish", write=True, id=run.id, status=run.status, answer=json.dumps(run.answer),
-                             stats=json.dumps(run.stats, sort_keys=True), finished=run.finished, cited=cited)
+                             stats=json.dumps(run.stats, sort_keys=True), finished=run.finished, cited=cited,
+                             simulated=_simulated_rows(run))
         except StoreError as e:
             if run.status == "failed":  # the connection is gone: mark it failed on the next connect
                 _failure_journal().add(self.session.database_id, run.id, run.finished, str(e))
@@ -123,8 +131,28 @@ class Neo4jRunLog:
         return dropped
 
 
+def _simulated_rows(run: RunInfo) -> list[dict]:
+    """What Browser draws of a planned run's lookahead: per real step, the
+    trajectories of its deepest simulated level, each hung off the real path
+    node it was foreseen from and captioned with its steps (``=>`` marks one
+    the Model foresaw) and the Critic's score."""
+    rows = []
+    for step in run.stats.get("lookahead") or []:
+        levels = step.get("levels") or []
+        for n, t in enumerate(levels[-1] if levels else []):
+            if not t.get("from") or not t.get("steps"):
+                continue  # recorded before trajectories named their start
+            rows.append({"id": f"{run.id}/s{step['step']}.{n}", "from": f"{run.id}/{t['from']}",
+                         "step": int(step["step"]), "score": float(t["score"]),
+                         "caption": f"simulated: {' => '.join(t['steps'])} {float(t['score']):.2f}"})
+    return rows
+
+
 class Neo4jBrowser:
     """``RunBrowser``: Neo4j Browser draws a run with the saved query."""
+
+    def __init__(self, kg: Neo4jKG | None = None) -> None:
+        self.kg = kg
 
     def commands(self, run_id: str, last: int = 10) -> str:
         """The parameter, then the saved query (``cypher/run_browser.cypher``);
@@ -133,6 +161,64 @@ class Neo4jBrowser:
         return (f":param run => {json.dumps(run_id)}\n\n{cypher('run_browser').strip()}\n\n"
                 f":param last => {int(last)}\n\n{cypher('runs_browser_last').strip()}\n\n"
                 f"{cypher('run_browser_corrections').strip()}\n")
+
+    def style(self) -> BrowserStyle:
+        """Browser's style sheet for this database: ``cypher/tog-browser.grass``
+        (the runs' colours and captions), then a rule per KG relationship type
+        captioned with the relation's KG name, so KG edges read ``directed by``
+        instead of their IRI wherever Browser draws them."""
+        if self.kg is None:
+            raise StoreError("no database to read the relationship types of")
+        rules = parse_grass(resources.files("cypher").joinpath("tog-browser.grass").read_text(encoding="utf-8"))
+        types = sorted(self.kg.session.relationship_types())
+        names = {t: n for t, n in self.kg.labels(types).items() if n}
+        skipped = 0
+        for t in types:
+            selector = grass_selector("relationship", t)
+            if selector is None:
+                skipped += 1
+                continue
+            rules[selector] = {"caption": " ".join((names.get(t) or relation_text(t)).split())}
+        return BrowserStyle(rules, len(types) - skipped, skipped)
+
+
+def parse_grass(text: str) -> dict[str, dict[str, str]]:
+    """Our own grass files (``selector { key: value; ... }``, ``/* */``
+    comments, values in quotes may hold braces) as the dict of Browser's JSON form."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    rules: dict[str, dict[str, str]] = {}
+    selector, body, inside, quote = "", "", False, ""
+    for ch in text:
+        if quote:
+            body += ch
+            quote = "" if ch == quote else quote
+        elif inside and ch in "'\"":
+            body += ch
+            quote = ch
+        elif ch == "{" and not inside:
+            inside = True
+        elif ch == "}" and inside:
+            props = {}
+            for item in body.split(";"):
+                key, sep, value = item.partition(":")
+                if sep:
+                    props[key.strip()] = value.strip().strip("'\"")
+            rules[selector.strip()] = props
+            selector, body, inside = "", "", False
+        elif inside:
+            body += ch
+        else:
+            selector += ch
+    return rules
+
+
+def grass_selector(tag: str, name: str) -> str | None:
+    """A Browser style selector for one label or relationship type: Browser
+    splits selectors at dots and reads a dot after a backslash as part of the
+    name; a name with a backslash of its own cannot be written (None)."""
+    if "\\" in name or not name:
+        return None
+    return tag + "." + name.replace(".", "\\.")
 
 
 class _FailureJournal:
