@@ -516,7 +516,7 @@ def runs_show(run_id, store, kept_only, as_json, as_cypher, fmt, output, simulat
         if browser is None:
             raise click.ClickException("--cypher draws runs stored in Neo4j; this store has no graph browser "
                                        "(`tog runs show` prints its tree, --format html draws it)")
-        text = browser.commands(tree.info.id)
+        text = browser.commands(tree)
     elif as_json:
         paths = [asdict(p) for p in tree.paths if p.kept or not kept_only]
         text = json.dumps({"run": asdict(tree.info), "paths": paths}, ensure_ascii=False, indent=2)

@@ -218,11 +218,15 @@ class BrowserStyle:
     def text(self) -> str:
         return json.dumps(self.rules, ensure_ascii=False, indent=1) + "\n"
 
+    def line(self) -> str:
+        """The sheet on one line, as ``:style`` takes it typed or pasted."""
+        return json.dumps(self.rules, ensure_ascii=False, separators=(",", ":"))
+
 
 class RunBrowser(Protocol):
     """A graph browser that draws runs (Neo4j Browser)."""
 
-    def commands(self, run_id: str) -> str:
+    def commands(self, tree: RunTree) -> str:
         """What to paste into the browser to draw the run."""
         ...
 

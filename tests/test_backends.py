@@ -667,7 +667,7 @@ def test_the_saved_browser_query_draws_a_root_per_topic(neo4j_store, tog, tmp_pa
     asked = tog("ask", "which player of northfield_rovers was born in eastby", "--store", neo4j_store, "--json")
     assert asked.exit_code == 0, asked.output
     run = json.loads(asked.output)["run"]
-    query = tog("runs", "show", run, "--store", neo4j_store, "--cypher").output.split("\n\n")[1]
+    query = tog("runs", "show", run, "--store", neo4j_store, "--cypher").output.split("\n\n")[2]
     auth = (os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"])
     with neo4j.GraphDatabase.driver(neo4j_store, auth=auth) as driver:
         records = driver.execute_query(query, run=run).records

@@ -77,10 +77,11 @@ def _connect(page, uri: str):
 
 
 def _draw(page, uri: str, style: str, param: str, run_id: str, query: str, nodes: int):
-    """Connect, style, set the run parameter and draw the run: the command
-    runner, the drawing's frame and its nodes' fill colours."""
+    """Connect, then paste what `runs show --cypher` printed (``:style``,
+    the parameter, the query): the command runner, the drawing's frame and
+    its nodes' fill colours."""
     run = _connect(page, uri)
-    run(":style " + " ".join(style.split()))
+    run(style)
     run(param)
     page.wait_for_selector(f"text={run_id}", timeout=15_000)
     run(_one_line(query))
@@ -108,9 +109,9 @@ def test_browser_draws_a_run_with_kept_and_pruned_paths(neo4j_store, browser_pag
     run_id = asked.output.rsplit("run: ", 1)[1].split()[0]
     shown = tog("runs", "show", run_id, "--store", neo4j_store, "--cypher")
     assert shown.exit_code == 0, shown.output
-    param, query, last_param, last_query, corrections_query = shown.output.strip().split("\n\n")
+    style, param, query, last_param, last_query, corrections_query = shown.output.strip().split("\n\n")
     assert param == f':param run => "{run_id}"' and last_param == ":param last => 10"
-    grass = re.sub(r"/\*.*?\*/", "", (REPO / "cypher" / "tog-browser.grass").read_text(encoding="utf-8"), flags=re.S)
+    assert style.startswith(":style {") and "\n" not in style  # one line, pasted as it is
 
     user, password = os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"]
     with neo4j.GraphDatabase.driver(neo4j_store, auth=(user, password)) as driver:
@@ -137,7 +138,7 @@ def test_browser_draws_a_run_with_kept_and_pruned_paths(neo4j_store, browser_pag
     assert kept and pruned
 
     page = browser_page
-    _, frame, fills = _draw(page, neo4j_store, grass, param, run_id, query, len(drawn))
+    _, frame, fills = _draw(page, neo4j_store, style, param, run_id, query, len(drawn))
     assert page.locator("svg g.node").count() == len(drawn)
     # no relationship beyond the run's: Browser connected nothing of the KG into it
     assert page.locator("svg g.relationship").count() == len(edges)
@@ -177,7 +178,8 @@ def test_browser_draws_a_planned_runs_lookahead_and_kg_relations_by_name(neo4j_s
                 "--method", "plan")
     assert asked.exit_code == 0, asked.output
     run_id = asked.output.rsplit("run: ", 1)[1].split()[0]
-    param, query = tog("runs", "show", run_id, "--store", neo4j_store, "--cypher").output.strip().split("\n\n")[:2]
+    style, param, query = tog("runs", "show", run_id, "--store", neo4j_store,
+                              "--cypher").output.strip().split("\n\n")[:3]
     style_file = tmp_path / "tog.grass"
     styled = tog("browser-style", "--store", neo4j_store, "-o", style_file)
     assert styled.exit_code == 0 and "relationship types captioned with their names" in styled.output
@@ -202,8 +204,7 @@ def test_browser_draws_a_planned_runs_lookahead_and_kg_relations_by_name(neo4j_s
             "RETURN count(k) AS n, collect(DISTINCT type(k)) AS types").records[0]
 
     page = browser_page
-    run, frame, fills = _draw(page, neo4j_store, style_file.read_text(encoding="utf-8"), param, run_id, query,
-                              len(nodes))
+    run, frame, fills = _draw(page, neo4j_store, style, param, run_id, query, len(nodes))
     assert frame.locator("svg g.node").count() == len(nodes)
     assert frame.locator("svg g.relationship").count() == len(edges)
     assert fills.count(SIMULATED) == len(simulated)
@@ -214,7 +215,8 @@ def test_browser_draws_a_planned_runs_lookahead_and_kg_relations_by_name(neo4j_s
     if os.environ.get("TOG_SCREENSHOTS"):
         frame.screenshot(path=str(Path(os.environ["TOG_SCREENSHOTS"]) / "neo4j-browser-plan.png"))
 
-    # the KG itself: Freebase's relationship types (IRIs with dots) shown by name
+    # the KG itself: Freebase's relationship types (IRIs with dots) shown by name with the store's sheet
+    run(":style " + " ".join(style_file.read_text(encoding="utf-8").split()))
     run("MATCH (f:Entity)-[k]->(d:Entity) WHERE type(k) STARTS WITH 'http://rdf.freebase.com/' RETURN f, k, d")
     frame = page.locator('[data-testid="frame"]').first  # the newest frame comes first
     frame.locator("svg g.relationship").nth(kg_edges["n"] - 1).wait_for(timeout=30_000)

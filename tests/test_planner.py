@@ -76,7 +76,7 @@ def test_offline_plan_answers_and_records_its_lookahead_as_simulated(store_spec,
 
         drawn = tog("runs", "show", data["run"], "--store", sample, "--cypher")
         assert drawn.exit_code == 0 and "MATCH (r:TogRun {id: $run})" in drawn.output
-        query = drawn.output.split("\n\n")[1]
+        query = drawn.output.split("\n\n")[2]
         count = "MATCH (s:TogSimulated {run: $run}) RETURN count(s) AS n"
         with neo4j.GraphDatabase.driver(sample, auth=(os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"])) as d:
             # the lookahead's deepest level per step, beside the real path nodes (tests/test_browser.py draws it)

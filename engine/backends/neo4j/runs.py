@@ -154,24 +154,33 @@ class Neo4jBrowser:
     def __init__(self, kg: Neo4jKG | None = None) -> None:
         self.kg = kg
 
-    def commands(self, run_id: str, last: int = 10) -> str:
-        """The parameter, then the saved query (``cypher/run_browser.cypher``);
+    def commands(self, tree: RunTree, last: int = 10) -> str:
+        """What to paste into Browser, in order: ``:style`` (the runs' colours
+        and captions, and the names of the KG relations the run followed),
+        the parameter and the saved query (``cypher/run_browser.cypher``);
         then the queries for the last ``last`` runs and for the corrections
         that touched the run's entities."""
-        return (f":param run => {json.dumps(run_id)}\n\n{cypher('run_browser').strip()}\n\n"
+        relations = sorted({p.relation for p in tree.paths if p.relation} | {v for p in tree.paths for v in p.via})
+        style = self.style(relations, tree.relation_names)
+        return (f":style {style.line()}\n\n"
+                f":param run => {json.dumps(tree.info.id)}\n\n{cypher('run_browser').strip()}\n\n"
                 f":param last => {int(last)}\n\n{cypher('runs_browser_last').strip()}\n\n"
                 f"{cypher('run_browser_corrections').strip()}\n")
 
-    def style(self) -> BrowserStyle:
-        """Browser's style sheet for this database: ``cypher/tog-browser.grass``
-        (the runs' colours and captions), then a rule per KG relationship type
-        captioned with the relation's KG name, so KG edges read ``directed by``
+    def style(self, relations: Sequence[str] | None = None, names: dict[str, str] | None = None) -> BrowserStyle:
+        """Browser's style sheet: ``cypher/tog-browser.grass`` (the runs'
+        colours and captions), then a rule per KG relationship type (every
+        type in the database, or ``relations``) captioned with the relation's
+        KG name (``names``, else asked), so KG edges read ``directed by``
         instead of their IRI wherever Browser draws them."""
-        if self.kg is None:
-            raise StoreError("no database to read the relationship types of")
         rules = parse_grass(resources.files("cypher").joinpath("tog-browser.grass").read_text(encoding="utf-8"))
-        types = sorted(self.kg.session.relationship_types())
-        names = {t: n for t, n in self.kg.labels(types).items() if n}
+        if relations is None:
+            if self.kg is None:
+                raise StoreError("no database to read the relationship types of")
+            relations = self.kg.session.relationship_types()
+        types = sorted(set(relations))
+        if names is None:
+            names = self.kg.labels(types) if self.kg is not None and types else {}
         skipped = 0
         for t in types:
             selector = grass_selector("relationship", t)
