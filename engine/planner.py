@@ -11,9 +11,13 @@ are the actions it offers. Then, for ``lookahead`` levels:
 - the **Critic** scores the trajectories and keeps the best ``width``.
 
 The first action of the best trajectory is then carried out on the real KG
-(one bounded expansion); its new paths are scored as ToG scores entities, the
-best ``width`` become the beam, and the judge's reward decides whether to
-stop (``threshold``) or plan the next step (at most ``max_steps``).
+(one bounded expansion); its new paths are scored as ToG scores entities.
+When the best trajectory's second step is a KG relation, the plan needs
+tails that offer it: among the best ``PLAN_CANDIDATES`` new paths, those
+whose tail has that relation go first (one relation listing, which the judge
+and the next step reuse). The best ``width`` become the beam, and the
+judge's reward decides whether to stop (``threshold``) or plan the next step
+(at most ``max_steps``).
 
 Offline, the roles are the engine's own parts: the relation scorer is the
 Actor, the store's relation schema (which relations follow which) the Model,
@@ -32,7 +36,9 @@ recorded in the run (``stats["context_refreshes"]``).
 
 Simulated steps never reach the KG: the Model reads the schema (or asks the
 LLM), and the lookahead is kept in the run's stats (``stats["lookahead"]``,
-marked simulated; ``tog runs show --simulated``), never as path nodes.
+marked simulated; ``tog runs show --simulated``), never as path nodes of
+the run (Neo4j draws its deepest level beside them as ``TogSimulated`` run
+nodes, never KG facts).
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ if TYPE_CHECKING:
 
 SIMULATED = "urn:tog:simulated:"  # relations the Model foresaw by name only (not KG relations)
 MAX_FORESEEN = 8  # relations a Model's predicted state keeps
+PLAN_CANDIDATES = 50  # new paths checked for the plan's next step (one relation listing)
 UNFINISHED = 0.8  # the offline Critic's discount for a trajectory that does not end in the kind asked for
 
 
@@ -246,6 +253,7 @@ def plan_search(kg: KnowledgeGraph, question: str, topics: Sequence[Node], prune
                           "chosen": [t.text() for t in ranked_first[:1]]})
         new: list[Path] = []
         tried: set[Relation] = set()
+        planned: Relation | None = None
         for best in ranked_first:  # the first action of the best trajectory; the next one if it leads nowhere
             if best.first in tried:
                 continue
@@ -257,6 +265,8 @@ def plan_search(kg: KnowledgeGraph, question: str, topics: Sequence[Node], prune
                     new.append(q)
             if new:
                 lookahead[-1]["taken"] = best.text().split(" => ")[0]
+                if len(best.steps) > 1 and not best.steps[1].id.startswith(SIMULATED):
+                    planned = best.steps[1]  # what the plan does next, when it is a relation of the KG
                 break
         if not new:
             break
@@ -266,13 +276,24 @@ def plan_search(kg: KnowledgeGraph, question: str, topics: Sequence[Node], prune
         for q, s in zip(new, escores):
             q.score = (q.relation_score + s) / 2
         ranked = sorted(new, key=lambda q: (-q.score, rng.random()))
+        known = None
+        if planned is not None and step < steps:
+            # the plan's next step needs tails that offer it: among the best candidates those
+            # that do go first (one listing, which the judge and the next step then reuse)
+            head = [q for q in ranked[:PLAN_CANDIDATES] if not q.tail.literal]
+            known = kg.relations(list(dict.fromkeys(q.tail.id for q in head)))
+            offers = {q.id for q in head if planned in known.get(q.tail.id, ())}
+            if offers:
+                ranked = sorted(ranked, key=lambda q: q.id not in offers)
+            lookahead[-1]["planned_next"] = {"relation": _step(planned), "offered_by": len(offers),
+                                             "candidates": len(head)}
         beam = ranked[:config.width]
         recorder.record(ranked, {q.id for q in beam})
         everything.update((q.id, q) for q in new)
         memory += beam
         candidates, reached = ranked, step
         plan.before(step, "judge")
-        ahead = _Around(kg, beam, descriptions) if step < steps else None  # listed when first read
+        ahead = _Around(kg, beam, descriptions, known) if step < steps else None  # listed when first read
         reward = reasoner.judge(question, topics, beam, ahead if ahead is not None else {}, steps - step, schema)
         rewards.append(reward)
         context.update(step, beam, memory, reward, config.refresh_at)

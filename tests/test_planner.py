@@ -157,3 +157,25 @@ def test_retrieve_once_makes_one_answer_call_that_cites_what_was_read(sample, to
     kept = {p.id for p in tree.paths if p.kept and p.parent is not None}
     assert kept and set(data["stats"]["answer_paths"]) <= kept  # the run holds what the model was shown
 
+
+
+def test_the_plans_next_step_picks_the_tails_that_offer_it(store_spec, tog, tmp_path):
+    """Twelve teams tie as the league's tails; only two have a captain. The plan
+    foresees `captained by` after `has team`, so those two make the beam (width
+    1) and the question is answered; picking tails by score alone keeps a team
+    without a captain for most seeds."""
+    lines = [f"north_league\thas_team\tteam_{i:02d}" for i in range(12)]
+    lines += [f"team_{i:02d}\tfounded_in\t{1950 + i}" for i in range(12)]
+    lines += ["team_03\tcaptained_by\tdana_reyes", "team_09\tcaptained_by\tdana_reyes"]
+    src = tmp_path / "league.tsv"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert tog("load", src, "--store", store_spec, "--format", "tsv").exit_code == 0
+    for seed in range(4):
+        asked = tog("ask", "who captained the teams of [north_league]", "--store", store_spec, "--method", "plan",
+                    "--width", "1", "--seed", str(seed), "--json")
+        assert asked.exit_code == 0, asked.output
+        data = json.loads(asked.output)
+        assert data["answer"] == ["dana_reyes"], (seed, data["answer"])
+        tree, _ = _run(store_spec, data["run"])
+        first = tree.info.stats["lookahead"][0]
+        assert first["planned_next"] == {"relation": "captained by", "offered_by": 2, "candidates": 12}
