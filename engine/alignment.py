@@ -35,7 +35,9 @@ from engine.graph import Relation, tail_role
 from engine.text import STOPWORDS, focus_terms, stem, strip_mentions, terms, words
 
 SHARE_WORDS = frozenset({"share", "shares", "shared", "sharing", "same", "also", "together", "fellow"})
-_CO = re.compile(r"\bco-?(?=[a-z]{3,})", re.I)
+# "co-" makes a verb or a noun shared ("co-wrote", "co-stars"); written solid only in a few common words
+# ("costarred", "cowrote"): never the start of "country", "coached", "composer"
+_CO = re.compile(r"\bco-(?=[a-z]{3,})|\bco(?=(?:star|wr[io]|direct|produc|author|found)[a-z]*\b)", re.I)
 KIND_WEIGHT = 0.5
 SOFT_THRESHOLD = 0.5  # word similarity (wordllama) at which a question word counts as a relation's word
 IDLE_WEIGHT = 0.5  # what a relation that explains nothing costs, in question words

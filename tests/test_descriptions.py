@@ -96,6 +96,18 @@ def test_names_and_kinds_per_direction(described):
                            .describe(nationality))
 
 
+def test_words_that_start_with_co_keep_their_meaning():
+    """Only "co-" (or a solid "costarred", "cowrote") marks something shared:
+    "country", "coached" and "composer" are words of their own."""
+    for question, relation in [("which country is [X] in", "country"), ("who coached [X]", "coached_by"),
+                               ("who is the composer of [X]", "composed_by")]:
+        model = QuestionModel.of(question, ["X"])
+        assert model.utility([Relation(RELATION_NS + relation)]) >= 1, question  # the word is explained
+    for question, shared in [("who co-wrote [X]", "writ"), ("who cowrote [X]", "writ"),
+                             ("which actors costarred with [X]", "star")]:
+        assert shared in QuestionModel.of(question, ["X"]).shared, question
+
+
 def test_each_relation_explains_one_mention(described):
     """Two different names of one relation ("husband", "wife") are two hops."""
     d = Descriptions.load(described)
