@@ -216,11 +216,21 @@ class BrowserStyle:
     skipped: int
 
     def text(self) -> str:
-        return json.dumps(self.rules, ensure_ascii=False, indent=1) + "\n"
+        return _json_visible(json.dumps(self.rules, ensure_ascii=False, indent=1)) + "\n"
 
     def line(self) -> str:
         """The sheet on one line, as ``:style`` takes it typed or pasted."""
-        return json.dumps(self.rules, ensure_ascii=False, separators=(",", ":"))
+        return _json_visible(json.dumps(self.rules, ensure_ascii=False, separators=(",", ":")))
+
+
+def _json_visible(text: str) -> str:
+    """JSON text with every control or format character (which can only be
+    inside its strings) written as a ``\\uXXXX`` escape: nothing raw reaches a
+    terminal or a file, and JSON readers get the same strings."""
+    import unicodedata
+
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") and c != "\n" else c
+                   for c in text)
 
 
 class RunBrowser(Protocol):

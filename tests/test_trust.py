@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import METAQA, REPO, env_without_traceback, no_traceback
 from llm_server import StandInModel
 
@@ -73,6 +75,21 @@ def test_names_with_control_characters_never_reach_the_terminal_raw(tog, tmp_pat
         assert not any(line.startswith("answer: forged") for line in text.splitlines()), text
     assert "\\u001b]0;pwned\\u0007" in outputs[0].output  # shown, escaped
     assert outputs[3].exit_code == 1 and len(outputs[3].output.strip().splitlines()) == 1
+
+
+@pytest.mark.neo4j
+def test_a_hostile_relation_label_reaches_browsers_style_sheet_escaped(tog, tmp_path, neo4j_store):
+    escaped = HOSTILE.replace("\u001b", "\\u001B").replace("\u0007", "\\u0007").replace("\n", "\\n")
+    kb = tmp_path / "kb.nt"
+    kb.write_text(f'<urn:e:1> <urn:r:directed_by> <urn:e:2> .\n'
+                  f'<urn:r:directed_by> <http://www.w3.org/2000/01/rdf-schema#label> "{escaped}\u009b\u202e" .\n',
+                  encoding="utf-8")
+    assert tog("load", kb, "--store", neo4j_store).exit_code == 0
+    styled = tog("browser-style", "--store", neo4j_store)
+    assert styled.exit_code == 0
+    sheet = styled.output.split("\n}\n")[0] + "\n}"
+    assert not any(c in sheet for c in "\u001b\u0007\u009b\u202e")  # escaped, as JSON reads them
+    assert json.loads(sheet)["relationship.urn:r:directed_by"]["caption"] == " ".join(HOSTILE.split()) + "\u009b\u202e"
 
 
 def test_a_key_echoed_back_by_the_provider_is_masked(tog, tmp_path, monkeypatch):
