@@ -74,7 +74,7 @@ def per_item_class():
 
     import pyoxigraph as ox
 
-    from engine.backends.common import crowd_cap, look_through, sample_key, select_candidates
+    from engine.backends.common import crowd_cap, look_through, nothing_behind, sample_key, select_candidates
     from engine.backends.sparql import SparqlGraph, _read_results
     from engine.errors import StoreError
     from engine.graph import CANDIDATE_WINDOW, Node, Relation, is_literal
@@ -175,9 +175,9 @@ def per_item_class():
             var, text = self._query_tails(e, rel)
             return [row[var] for row in self._select(text) if row[var] is not None]
 
-        def expand(self, requests, limit=100, *, over=0, size=5):
+        def expand(self, requests, limit=100, *, over=0, size=5, through=True):
             if over or NAME_SEEN:
-                return self._expand_sampled(requests, limit, over, size)
+                return self._expand_sampled(requests, limit, over, size, through)
             found = {}
             for e, rel in requests:
                 seen = {}
@@ -201,9 +201,9 @@ def per_item_class():
                         seen[x.value] = Node(x.value, name) if name is not None else None
                 found[(e, rel)] = seen
             return select_candidates(requests, found, limit,
-                                     lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named))
+                                     self._behind if through else nothing_behind)
 
-        def _expand_sampled(self, requests, limit, over, size):
+        def _expand_sampled(self, requests, limit, over, size, through):
             """One query per name the search needs, no more: with the search
             sampling crowded relations itself (ToG's rule, ``--sample-over``),
             that is what ToG's code names; every name asked and counted."""
@@ -229,9 +229,11 @@ def per_item_class():
                         seen[xid] = Node(xid, name) if name is not None else None
                     named += seen[xid] is not None
                 found[(e, rel)] = seen
-            return select_candidates(requests, found, limit,
-                                     lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named),
+            return select_candidates(requests, found, limit, self._behind if through else nothing_behind,
                                      over=over, size=size, counts=counts)
+
+        def _behind(self, unnamed, limit):
+            return look_through(self, unnamed, limit)
 
         def topic_labels(self, ids):
             # ToG's question files give the topic entities' names: its code

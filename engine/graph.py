@@ -240,12 +240,15 @@ class KnowledgeGraph(Protocol):
         ...
 
     def expand(
-        self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *, over: int = 0, size: int = 5
+        self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *, over: int = 0, size: int = 5,
+        through: bool = True,
     ) -> list[Candidate]:
         """Neighbours of each (entity, relation) pair, at most ``limit`` each,
         in the sample order shared by every backend; with ``over`` set, only
         ``size`` of a pair's that has ``over`` or more (ToG's sampling of
-        crowded relations, see ``backends.common.crowd_cap``)."""
+        crowded relations, see ``backends.common.crowd_cap``). An unnamed
+        neighbour (a Freebase CVT) is looked through to the named ones behind
+        it; with ``through`` false (that look itself) it is left out."""
         ...
 
     def labels(self, ids: Sequence[str]) -> dict[str, str]:

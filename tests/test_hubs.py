@@ -306,3 +306,59 @@ def test_the_other_paradigms_read_a_hub_in_bounded_pieces_too(hub_store, monkeyp
         assert r.result.stats["retrieved"] >= r.result.stats["shown"] > 0
         hub_links = [p for p in r.result.kept if any(h.relation == LINKS for h in p.hops)]
         assert len(hub_links) <= 100  # --max-candidates of the hub's 150,000 links, never all of them
+
+
+CVT_EDGES = 120_000
+HOLDS = Relation(iri("holds"), "out")
+
+
+def _cvt_lines() -> list[str]:
+    """A named source whose one neighbour is an unnamed node (a Freebase CVT)
+    with 120k edges, a third of them to named nodes."""
+    lines = [f'<{iri("src")}> <{RDFS_LABEL}> "The Source" .', f"<{iri('src')}> <{HOLDS.id}> <{iri('cvt')}> ."]
+    lines += [f"<{iri('cvt')}> <{LINKS.id}> <{iri(f'n{i}')}> ." for i in range(CVT_EDGES)]
+    lines += [f'<{iri(f"n{i}")}> <{RDFS_LABEL}> "Node {i}" .' for i in range(0, CVT_EDGES, 3)]
+    return lines
+
+
+@pytest.mark.parametrize("backend", ["oxigraph", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def test_looking_through_an_unnamed_node_with_100k_edges_reads_only_its_sample(backend, request, tmp_path,
+                                                                              monkeypatch):
+    """What is behind an unnamed node comes from the same bounded expansion
+    as any step: its crowded pair is read from its sample, never whole."""
+    from conftest import open_spec
+
+    from loaders.load import load_file
+
+    spec = request.getfixturevalue("neo4j_store") if backend == "neo4j" else str(tmp_path / "store")
+    store = open_spec(spec, create=True)
+    load_file(store.need_sink(), write_nt(tmp_path / "cvt.nt", _cvt_lines()))
+    kg = store.kg
+    rows: list[int] = []
+    if backend == "neo4j":
+        for method in ("run", "run_text"):
+            plain = getattr(kg.session, method)
+
+            def spy(name, *args, _plain=plain, **params):
+                got = _plain(name, *args, **params)
+                rows.append(len(got))
+                return got
+
+            monkeypatch.setattr(kg.session, method, spy)
+    else:
+        plain_select = kg._select
+
+        def spy_select(text, params=()):
+            got = plain_select(text, params)
+            rows.append(len(got))
+            return got
+
+        monkeypatch.setattr(kg, "_select", spy_select)
+    named = {iri(f"n{i}"): f"Node {i}" for i in range(0, CVT_EDGES, 3)}
+    order = sorted((iri(f"n{i}") for i in range(CVT_EDGES)), key=sample_key)
+    for limit in (5, 40):
+        rows.clear()
+        got = [(c.node.id, c.node.name, tuple(v.id for v in c.via)) for c in kg.expand([(iri("src"), HOLDS)], limit)]
+        want = [(x, named[x], (LINKS.id,)) for x in order[: 4 * limit] if x in named][:limit]
+        assert got == want, limit
+        assert max(rows) <= max(SAMPLE_KEEP, 4 * limit + 1), (limit, max(rows))

@@ -439,10 +439,14 @@ def test_prepared_queries_repeat_their_text_and_send_values_as_parameters(stores
         assert not any(i in text for text, _ in sent for i in (film, person))
         # looking through a CVT (m.film1 -starring-> m.cvt1 -actor-> m.actor1)
         cvt = "http://rdf.freebase.com/ns/m.cvt1"
-        through = [(cvt, r) for r in local.relations([cvt])[cvt] if r.direction == "out"] + [(absent, requests[0][1])]
+        behind = [(cvt, r) for r in local.relations([cvt])[cvt] if r.direction == "out"] + [(absent, requests[0][1])]
         sent.clear()
-        assert prepared._expand_named(through, 5) == plain._expand_named(through, 5) == local._expand_named(through, 5)
-        assert len(prepared._expand_named(through, 5)[cvt]) >= 2 and sent and all(params for _, params in sent)
+
+        def named_behind(kg):
+            return [(c.source, c.relation.id, c.node.id, c.node.name) for c in kg.expand(behind, 5, through=False)]
+
+        assert named_behind(prepared) == named_behind(plain) == named_behind(local)
+        assert len([c for c in named_behind(prepared) if c[0] == cvt]) >= 2 and sent and all(p for _, p in sent)
         # Virtuoso adds every IRI of a query's text to its dictionary; not those sent as values
         assert prepared.relations([never]) == {never: []} and prepared.labels([never]) == {}
         assert prepared.expand([(never, requests[0][1])], limit=5) == []
@@ -544,13 +548,6 @@ SELECT ?k ?np ?name ?po ?pi WHERE {
     UNION { ?x ?pi `bif:iri_to_id(bif:http_param('tog1'), 0)` . BIND(1 AS ?k) } } }
 }""",
         {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/b'}),
-    "named_out": ("""\
-SELECT ?k ?x ?np ?name WHERE {
-  { { `bif:iri_to_id(bif:http_param('tog0'), 0)` `bif:iri_to_id(bif:http_param('tog1'), 0)` ?x . BIND(0 AS ?k) }
-    UNION { `bif:iri_to_id(bif:http_param('tog2'), 0)` `bif:iri_to_id(bif:http_param('tog3'), 0)` ?x . BIND(1 AS ?k) } }
-  OPTIONAL { VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) } ?x ?np ?name . }
-}""",
-        {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/r', 'tog2': 'http://example.org/b', 'tog3': 'http://example.org/r'}),
     "page": ("""\
 SELECT ?i ?x ?np ?name WHERE {
   { { { SELECT ?x WHERE { `bif:iri_to_id(bif:http_param('tog0'), 0)` `bif:iri_to_id(bif:http_param('tog1'), 0)` ?x . FILTER(!isBlank(?x)) }
@@ -603,7 +600,6 @@ def test_prepared_query_texts_are_pinned(tmp_path):
         kg.relations([a, b])
         kg.labels([a, b])
         kg.topic_labels([a, b])
-        kg._expand_named([(a, r), (b, r)], 5)
         kg.expand([(a, r), (b, Relation(r.id, "in"))], limit=3)
         kg.close()
     assert sent == list(PINNED.values())

@@ -122,15 +122,20 @@ def look_through(
     kg: KnowledgeGraph,
     unnamed: list[tuple[tuple[str, Relation], str]],
     limit: int,
-    expand_named: Callable[[list[tuple[str, Relation]], int], dict[str, list[Candidate]]],
 ) -> list[Candidate]:
     """Present unnamed nodes (Freebase CVTs) by their named neighbours:
-    ``source --r1--> (cvt) --r2--> named`` becomes one candidate.
-    ``expand_named`` gives the named out-neighbours of each (cvt, relation)."""
+    ``source --r1--> (cvt) --r2--> named`` becomes one candidate. What is
+    behind a node comes from the backend's own bounded expansion (sample
+    order, a crowded pair read from its sample), at most ``limit`` per node,
+    without looking through again: a node with 100k edges is never read
+    whole."""
     cvts = sorted({x for _, x in unnamed})
     rels = kg.relations(cvts)
     requests = [(x, r) for x in cvts for r in rels.get(x, []) if r.direction == "out"]
-    second = expand_named(requests, limit) if requests else {}
+    second: dict[str, list[Candidate]] = defaultdict(list)
+    for c in kg.expand(requests, limit, through=False) if requests else []:
+        if len(second[c.source]) < limit:
+            second[c.source].append(c)
     out = []
     for (source, rel), cvt in unnamed:
         through = [c for c in second.get(cvt, []) if c.node.id != source]
@@ -140,6 +145,12 @@ def look_through(
         for c in through:
             out.append(Candidate(source, rel, c.node, via=(c.relation,)))
     return out
+
+
+def nothing_behind(unnamed: list[tuple[tuple[str, Relation], str]], limit: int) -> list[Candidate]:
+    """``select_candidates``' look-through for a second level: unnamed nodes
+    there are dropped, not looked through again."""
+    return []
 
 
 def informative(found: Iterable[Relation], policy: RelationPolicy, name_predicates: Iterable[str]) -> list[Relation]:

@@ -62,6 +62,7 @@ from engine.backends.common import (
     chunks,
     crowd_cap,
     look_through,
+    nothing_behind,
     sample_key,
     select_candidates,
 )
@@ -394,19 +395,6 @@ class SparqlGraph(SparqlReads):
                 out.append(row)
         return out
 
-    def _expand_named_rows(self, requests: list[tuple[str, Relation]]):
-        if not self._prepare(requests):
-            return super()._expand_named_rows(requests)
-        slots = _slots(len(requests))
-        params = [p for n in range(slots) for p in _pair_params(n, requests[n] if n < len(requests) else None)]
-        out = []
-        for row in self._select(self._prepared_text("named_out", slots), params):
-            n = _slot_of(row, "k", slots)
-            if n < len(requests):
-                row["e"], row["p"] = ox.NamedNode(requests[n][0]), ox.NamedNode(requests[n][1].id)
-                out.append(row)
-        return out
-
     def _prepared_text(self, kind: str, slots: int) -> str:
         """The text of the prepared ``kind`` query with ``slots`` slots (made once)."""
         text = self._texts.get((kind, slots))
@@ -426,10 +414,6 @@ class SparqlGraph(SparqlReads):
                 text = render("prepared_topics", named=branches("prepared_named"), **around())
             elif kind == "labels":
                 text = render("prepared_labels", named=branches("prepared_named"))
-            elif kind == "named_out":  # a slot is two values here: entity 2n, relation 2n+1
-                pairs = "\n    UNION ".join(render("prepared_pair_out", e=prepared_slot(2 * n), p=prepared_slot(2 * n + 1),
-                                                   k=n).strip() for n in range(slots))
-                text = render("prepared_expand_out", pairs=pairs, names=names)
             else:
                 raise ValueError(f"no prepared query {kind!r}")
             self._texts[(kind, slots)] = text
@@ -453,7 +437,7 @@ class SparqlGraph(SparqlReads):
         return {k: [Node(e, names.get(e, local_name(e))) for e in sorted(v)] for k, v in found.items()}
 
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
-               over: int = 0, size: int = 5) -> list[Candidate]:
+               over: int = 0, size: int = 5, through: bool = True) -> list[Candidate]:
         """Each pair's neighbours a page at a time in ``sample_key`` order,
         chosen by the endpoint, with their names (``tails_page.rq``): one
         request for the first page of every pair, another only for pairs
@@ -527,7 +511,7 @@ class SparqlGraph(SparqlReads):
             if named >= caps[key]:  # unnamed nodes would only be looked through to be cut
                 found[key] = {x: n for x, n in found[key].items() if n is not None}
         return select_candidates(requests, found, limit,
-                                 lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named),
+                                 (lambda unnamed, lim: look_through(self, unnamed, lim)) if through else nothing_behind,
                                  over=over, size=size, counts=counts)
 
     def _page_query(self, part: Sequence[tuple[str, Relation]], pages: dict

@@ -10,7 +10,6 @@ carry names; batches enter query text only through
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 import pyoxigraph as ox
@@ -18,11 +17,9 @@ import pyoxigraph as ox
 from engine.backends.common import chunks, label_relations, lang_rank
 from engine.graph import (
     DEFAULT_POLICY,
-    Candidate,
     Direction,
     KnowledgeGraph,
     Meter,
-    Node,
     Relation,
     RelationPolicy,
     RelationSchema,
@@ -139,32 +136,3 @@ class SparqlReads(KnowledgeGraph):
         label_relations(self, out, self._relation_labels)
         return out
 
-    # -- looking through unnamed nodes ----------------------------------------
-    def _expand_named(self, requests: list[tuple[str, Relation]], limit: int) -> dict[str, list[Candidate]]:
-        """The named out-neighbours of each (entity, relation), at most
-        ``limit`` per entity (``common.look_through``)."""
-        by_source: dict[str, list[Candidate]] = defaultdict(list)
-        for part in chunks(requests, BATCH):
-            rows: dict[tuple[str, str, str], list] = {}
-            for row in self._expand_named_rows(list(part)):
-                x = row["x"]
-                key = (row["e"].value, row["p"].value, node_id(x))
-                slot = rows.setdefault(key, [x, []])
-                if row["np"] is not None:
-                    slot[1].append((key[2], row["np"].value, row["name"]))
-            for (e, p, xid), (term, name_rows) in sorted(rows.items()):
-                if isinstance(term, ox.Literal):
-                    node = Node(xid, term.value, True, term.datatype.value if term.datatype else None)
-                else:
-                    name = self._pick_names(name_rows).get(xid)
-                    if name is None:
-                        continue
-                    node = Node(xid, name)
-                if len(by_source[e]) < limit:
-                    by_source[e].append(Candidate(e, Relation(p, "out"), node))
-        return by_source
-
-    def _expand_named_rows(self, requests: list[tuple[str, Relation]]) -> list:
-        """``expand_out.rq`` rows (?e ?p ?x ?np ?name) for these pairs."""
-        pairs = [(ox.NamedNode(e), ox.NamedNode(r.id)) for e, r in requests]
-        return self._select(render("expand_out", pairs=values(pairs), names=values(self._name_terms())))

@@ -29,6 +29,7 @@ from engine.backends.common import (
     informative,
     label_relations,
     look_through,
+    nothing_behind,
     sample_key,
     select_candidates,
 )
@@ -133,7 +134,7 @@ class Neo4jKG(KnowledgeGraph):
 
     # -- expand ------------------------------------------------------------------
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
-               over: int = 0, size: int = 5) -> list[Candidate]:
+               over: int = 0, size: int = 5, through: bool = True) -> list[Candidate]:
         pairs = list(dict.fromkeys((e, r) for e, r in requests if not is_literal(e)))
         window = CANDIDATE_WINDOW * limit
         rows: dict[tuple[str, Relation], dict[str, Node | None]] = {pair: {} for pair in pairs}
@@ -156,7 +157,7 @@ class Neo4jKG(KnowledgeGraph):
         found: Found = {pair: {x: rows[pair][x] for x in sorted(rows[pair], key=sample_key)} for pair in pairs}
         return select_candidates(
             requests, found, limit,
-            lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named),
+            (lambda unnamed, lim: look_through(self, unnamed, lim)) if through else nothing_behind,
             over=over, size=size, counts=degree)
 
     def _samples(self, pairs: Sequence[tuple[str, Relation]], window: int
@@ -185,18 +186,6 @@ class Neo4jKG(KnowledgeGraph):
     def pair_degree(self, entity: str, relation: str, direction: str) -> int:
         rows = self._run_text(render_cypher("pair_degree", type=cypher_name(relation)), e=entity)
         return int(rows[0][direction]) if rows else 0
-
-    def _expand_named(self, requests: list[tuple[str, Relation]], limit: int) -> dict[str, list[Candidate]]:
-        by_source: dict[str, list[Candidate]] = defaultdict(list)
-        pairs = [[e, r.id] for e, r in requests]
-        for part in chunks(pairs, BATCH):
-            rows = {}
-            for row in self._run("look_through", pairs=list(part)):
-                rows[(row["e"], row["p"], row["x"])] = _node(row)
-            for (e, p, _), node in sorted(rows.items()):
-                if node is not None and len(by_source[e]) < limit:
-                    by_source[e].append(Candidate(e, Relation(p, "out"), node))
-        return by_source
 
     # -- the rest ------------------------------------------------------------------
     def labels(self, ids: Sequence[str]) -> dict[str, str]:

@@ -33,6 +33,7 @@ from engine.backends.common import (
     informative,
     label_relations,
     look_through,
+    nothing_behind,
     sample_key,
     select_candidates,
 )
@@ -127,7 +128,7 @@ class OxigraphKG(SparqlReads):
 
     # -- expand ------------------------------------------------------------------
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
-               over: int = 0, size: int = 5) -> list[Candidate]:
+               over: int = 0, size: int = 5, through: bool = True) -> list[Candidate]:
         pairs = list(dict.fromkeys((e, r) for e, r in requests if not is_literal(e)))
         window = CANDIDATE_WINDOW * limit
         ordered, degree, known = self.neighbours(pairs, window)
@@ -158,7 +159,7 @@ class OxigraphKG(SparqlReads):
                     want[pair] = caps[pair] - named
         return select_candidates(
             requests, found, limit,
-            lambda unnamed, lim: look_through(self, unnamed, lim, self._expand_named),
+            (lambda unnamed, lim: look_through(self, unnamed, lim)) if through else nothing_behind,
             over=over, size=size, counts=degree)
 
     @staticmethod
