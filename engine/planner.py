@@ -11,7 +11,10 @@ are the actions it offers. Then, for ``lookahead`` levels:
 - the **Critic** scores the trajectories and keeps the best ``width``.
 
 The first action of the best trajectory is then carried out on the real KG
-(one bounded expansion); its new paths are scored as ToG scores entities.
+(one bounded expansion; when the Critic scores every trajectory 0, it can
+tell nothing, and the Actor's first ``width`` actions are carried out
+together, as ToG keeps ``width`` relations); its new paths are scored as
+ToG scores entities.
 When the best trajectory's second step is a KG relation, the plan needs
 tails that offer it: among the best ``PLAN_CANDIDATES`` new paths, those
 whose tail has that relation go first (one relation listing, which the judge
@@ -252,19 +255,22 @@ def plan_search(kg: KnowledgeGraph, question: str, topics: Sequence[Node], prune
         lookahead.append({"step": step, "simulated": True, "offered": len(offered), "levels": tree,
                           "chosen": [t.text() for t in ranked_first[:1]]})
         new: list[Path] = []
-        tried: set[Relation] = set()
         planned: Relation | None = None
-        for best in ranked_first:  # the first action of the best trajectory; the next one if it leads nowhere
-            if best.first in tried:
-                continue
-            tried.add(best.first)
-            starts = offering.get(best.first, [best.path])
-            for grown in follow(kg, [(p, best.first) for p in starts], config, descriptions, counter):
+        firsts = list({t.first: t for t in reversed(ranked_first)}.values())[::-1]  # the best trajectory per action
+        # when the Critic can tell nothing (every trajectory scores 0), the Actor's first W actions are
+        # carried out together, as ToG keeps W relations; otherwise one action
+        blind = [t for t in firsts[:config.width] if t.score <= 0.0] if firsts and firsts[0].score <= 0.0 else []
+        groups = [blind] if len(blind) > 1 else []
+        groups += [[t] for t in firsts if t not in groups[0]] if groups else [[t] for t in firsts]
+        for group in groups:  # the first action of the best trajectory; the next one if it leads nowhere
+            pairs = [(p, t.first) for t in group for p in offering.get(t.first, [t.path])]
+            for grown in follow(kg, pairs, config, descriptions, counter):
                 for q in grown:
-                    q.relation_score = best.score
+                    q.relation_score = group[0].score
                     new.append(q)
             if new:
-                lookahead[-1]["taken"] = best.text().split(" => ")[0]
+                best = group[0]
+                lookahead[-1]["taken"] = " | ".join(t.text().split(" => ")[0] for t in group)
                 if len(best.steps) > 1 and not best.steps[1].id.startswith(SIMULATED):
                     planned = best.steps[1]  # what the plan does next, when it is a relation of the KG
                 break

@@ -179,3 +179,23 @@ def test_the_plans_next_step_picks_the_tails_that_offer_it(store_spec, tog, tmp_
         tree, _ = _run(store_spec, data["run"])
         first = tree.info.stats["lookahead"][0]
         assert first["planned_next"] == {"relation": "captained by", "offered_by": 2, "candidates": 12}
+
+
+def test_when_the_critic_can_tell_nothing_the_actors_first_actions_are_all_carried_out(tog, tmp_path):
+    """No word of the question names a relation: every trajectory scores 0,
+    so the plan keeps ToG's breadth (the Actor's first W actions) instead of
+    betting on the first one."""
+    lines = ["gadget_x\thas_maker\tacme_works", "gadget_x\tsold_in\tnorway", "gadget_x\tshelf_label\ttoaster",
+             "acme_works\tsold_in\tsweden"]
+    src = tmp_path / "gadgets.tsv"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    store = str(tmp_path / "store")
+    assert tog("load", src, "--store", store, "--format", "tsv").exit_code == 0
+    asked = tog("ask", "tell me something about [gadget_x]", "--store", store, "--method", "plan", "--json")
+    assert asked.exit_code == 0, asked.output
+    tree, offered = _run(store, json.loads(asked.output)["run"])
+    first = tree.info.stats["lookahead"][0]
+    assert all(t["score"] == 0 for level in first["levels"] for t in level)
+    assert first["taken"].count(" | ") == 2  # three actions, as ToG keeps three relations
+    depth1 = {p.relation for p in tree.paths if p.depth == 1}
+    assert len(depth1) == 3 and all((p.relation, p.direction) in offered[p.parent] for p in tree.paths if p.parent)
