@@ -256,12 +256,13 @@ def plan_search(kg: KnowledgeGraph, question: str, topics: Sequence[Node], prune
                           "chosen": [t.text() for t in ranked_first[:1]]})
         new: list[Path] = []
         planned: Relation | None = None
-        firsts = list({t.first: t for t in reversed(ranked_first)}.values())[::-1]  # the best trajectory per action
-        # when the Critic can tell nothing (every trajectory scores 0), the Actor's first W actions are
-        # carried out together, as ToG keeps W relations; otherwise one action
-        blind = [t for t in firsts[:config.width] if t.score <= 0.0] if firsts and firsts[0].score <= 0.0 else []
-        groups = [blind] if len(blind) > 1 else []
-        groups += [[t] for t in firsts if t not in groups[0]] if groups else [[t] for t in firsts]
+        # ranked_first holds one trajectory per action, best first. When the Critic can tell nothing
+        # (the best scores 0), the Actor's first W actions are carried out together, as ToG keeps W
+        # relations; otherwise one action
+        if ranked_first and ranked_first[0].score <= 0.0:
+            groups = [ranked_first[:config.width]] + [[t] for t in ranked_first[config.width:]]
+        else:
+            groups = [[t] for t in ranked_first]
         for group in groups:  # the first action of the best trajectory; the next one if it leads nowhere
             pairs = [(p, t.first) for t in group for p in offering.get(t.first, [t.path])]
             for grown in follow(kg, pairs, config, descriptions, counter):
