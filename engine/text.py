@@ -28,8 +28,6 @@ IRREGULAR = {
     "starring": "star", "starred": "star", "stars": "star",
     "actor": "act", "actors": "act", "actress": "act", "actresses": "act",
     "director": "direct", "directors": "direct",
-    # one plain synonym pair: two words for the same thing
-    "movie": "film", "movies": "film",
 }
 
 
