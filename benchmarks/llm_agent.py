@@ -7,8 +7,11 @@ with the LLM pruning, ToG-R, the cheap hybrid pruner with the LLM judge),
 answers the same seeded sample of MetaQA dev questions through litellm and
 prints Hits@1, LLM calls per question (mean and max), repeated calls
 (repairs), fallbacks and tokens per question; the offline backbone answers
-the same questions first. The stand-ins know only the prompt text and
-wordllama's word similarities (no gold answers, no KG vocabulary).
+the same questions first. The stand-ins know only the prompt text (no gold
+answers, no KG vocabulary): the GPT-4-like one reads relation names with
+``engine.alignment`` (what the offline backbone reads them with, so the
+difference is what the LLM path loses), the Llama-2-like one by wordllama's
+word similarities.
 
     python benchmarks/llm_agent.py --per-hop 67
 """
@@ -42,6 +45,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=23, help="The sample's seed (not the one the stand-ins were "
                     "written against: they were tried on the repository's MetaQA sample only).")
     ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--only", action="append", default=[], metavar="TEXT",
+                    help="Run only the rows whose stand-in or method contains TEXT (repeatable: all must match).")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "tog-bench-llm")
     args = ap.parse_args()
     if not (args.data / "kb.txt.gz").exists():
@@ -82,6 +87,8 @@ def main() -> None:
     print(f"{'(no LLM)':26} {'offline backbone':26} {offline['hits@1']:7.3f}")
     for label, (mode, mode_args) in MODES.items():
         for method, method_args in METHODS.items():
+            if not all(x.lower() in f"{label} {method}".lower() for x in args.only):
+                continue
             with StandInModel(mode=mode) as model:
                 s = run(f"{mode}-{method.split()[0]}-{len(mode_args)}",
                         ["--model", "openai/standin", "--api-base", model.api_base, *mode_args, *method_args])

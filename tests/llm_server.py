@@ -7,10 +7,22 @@ answers) and from one real model: wordllama's small static embeddings (in
 its wheel, offline), which say how close a question's words are to a
 relation's name. No knowledge graph's vocabulary is written here.
 
-- It prefers relations whose words are close to the question's words,
-  entities reached by such relations, calls a set of paths sufficient once
-  every content word of the question is close to some relation on a path,
-  and answers with the tails of the best-covered paths.
+- How well it reads (``reader``): a GPT-4-class model (``gpt4``) reads
+  relation names as a careful reader of English does (``aligned``): it
+  weighs a chain by the question's words each relation's name explains, in
+  the order the question says them, with sharing ("co-wrote", "the same
+  director") as a walk out and back; it calls paths sufficient when no next
+  step would explain more and nothing it explains leaves a relation word
+  of the question unexplained, and it answers with the entity, anywhere on
+  a path, whose way from the topic explains the question best. This reader
+  is ``engine.alignment``, which reads nothing but the question and the
+  names shown in the prompt, so that comparing the LLM path with the
+  offline backbone measures what the LLM path itself (prompts, caps,
+  readers, budget, judge, answer) loses. The other classes go by single
+  word similarities (``words``): they prefer relations whose words are
+  close to the question's words, call paths sufficient once every content
+  word of the question is close to some relation on a path, and answer
+  with the tails of the best-covered paths.
 - ``mode`` sets its reply habits, seeded per request (deterministic):
   ``gpt4``: on format most of the time, with mild drift (bold numbers, a
   preface, a comment after the score, answers split by commas);
@@ -38,6 +50,8 @@ from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from engine.graph import Relation
+
 _WORD = re.compile(r"[a-z]+")
 # English words that carry no relation of their own: function words, question
 # words and the generic nouns a question uses for what it asks about
@@ -46,7 +60,7 @@ a an the of in on at to for from by with and or but as is are was were be been b
 who whom whose what which where when why how that this these those there their its it his her they them he she
 i you we me my our your name names list tell give find show one ones some any all same also other another
 both each either many much more most than then so such can could would should will may might must please
-film films movie movies thing things person people someone something work works
+thing things person people someone something work works
 listed known called named considered main primary
 """.split())
 
@@ -133,10 +147,88 @@ def chain_relations(line: str) -> tuple[str, list[str]]:
     return parts[0], parts[1:]
 
 
+_ARROWS = re.compile(r"\s(->|<-)\s")
+
+
+def steps(line: str) -> tuple[str, list[Relation], list[str]]:
+    """(first entity, relations with their directions, the entity after
+    each step) of a line in the prompts' notation: ``A <- r <- B -> s -> ?``
+    (a ToG-R chain, ``A -> r <- s``, has no entities between)."""
+    parts = [p.strip() for p in _ARROWS.split(f" {line.strip()} ")]
+    rels: list[Relation] = []
+    ents: list[str] = [parts[0]]
+    i = 1
+    while i + 1 < len(parts):
+        arrow, text = parts[i], parts[i + 1]
+        rels.append(Relation(text, "out" if arrow == "->" else "in", label=text))
+        if i + 3 < len(parts) and parts[i + 2] == arrow:  # A -> r -> B: B follows
+            ents.append(parts[i + 3])
+            i += 4
+        else:
+            ents.append("")
+            i += 2
+    return parts[0], rels, ents
+
+
+def aligned_score(question: str, topic: str, chain: list[Relation]) -> float:
+    """How well a chain of relation names accounts for a question, read as
+    a careful reader of English reads them: the question's words each
+    relation's name explains, in the order the question says them, sharing
+    ("co-wrote", "the same director") as a walk out and back, less a share
+    for a relation that explains nothing (``engine.alignment``, which reads
+    nothing but the question and the names)."""
+    if not chain:
+        return 0.0
+    m = _question_model(question, topic)
+    # a walk under way should have explained the words read first from the topic ("the actors in the
+    # films directed by the director of X": the director first)
+    claimed = [i for c in m.claims(chain) for i in c]
+    first = sorted(range(len(m.occurrences)), key=lambda i: m.occurrences[i][1])[:len(claimed)]
+    fit = len(set(claimed) & set(first)) / len(claimed) if claimed else 0.0
+    return (m.utility(chain) - 0.5 * m.idle(chain) + 0.25 * m.order(chain) + 0.1 * fit) / (m.size + 0.25)
+
+
+def explains(question: str, topic: str, chain: list[Relation]) -> tuple[int, int]:
+    """(occurrences of the question's words the chain explains, how many of
+    them name a relation by their form (``relational``), or a sharing)."""
+    from engine.text import IRREGULAR, stem
+
+    m = _question_model(question, topic)
+    claimed = {i for c in m.claims(chain) for i in c}
+    explained = {m.occurrences[i][0] for i in claimed}
+    said = _words(question)
+    # a word next to one the chain explains is what that relation is about ("the films directed by",
+    # "release dates"), not a relation of its own
+    beside = {stem(w) for i, w in enumerate(said) if {stem(x) for x in said[max(0, i - 1):i + 2]} & explained}
+    form = {stem(w): w for w in reversed(said)}
+    asked = sum(1 for i, (s, _) in enumerate(m.occurrences)
+                if i in claimed or ((relational(form.get(s, s)) or form.get(s) in IRREGULAR) and s not in beside))
+    return m.explained(chain), asked + (1 if m.shares else 0)
+
+
+def _question_model(question: str, topic: str):
+    from engine.alignment import QuestionModel
+
+    return QuestionModel.of(question, [topic])
+
+
+def _best_deepest(ranked: list[tuple[float, int, int, str]]) -> tuple[list[str], list[int]]:
+    """From (score, depth, path number, name): the names of the best score,
+    the deepest of equals, and the paths that give them."""
+    if not ranked:
+        return [], []
+    top = max(r[0] for r in ranked)
+    best = [r for r in ranked if r[0] >= top - 1e-9]
+    deepest = max(r[1] for r in best)
+    chosen = [r for r in best if r[1] == deepest]
+    return list(dict.fromkeys(r[3] for r in chosen)), list(dict.fromkeys(r[2] for r in chosen))
+
+
 class Judgement:
     """What the stand-in thinks of a prompt: scores, a verdict or an answer."""
 
-    def __init__(self, messages: list[dict]) -> None:
+    def __init__(self, messages: list[dict], reader: str = "words") -> None:
+        self.reader = reader
         self.system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
         self.task = messages[-1]["content"] if messages else ""
         self.question = _field(self.task, "Question")
@@ -181,7 +273,19 @@ class Judgement:
             scored.sort(key=lambda t: (-t[0], t[1]))
             top = [(max(sc, 0.01), n, text) for sc, n, text in scored[:3]]
             return [(n, round(min(1.0, sc), 2), text) for sc, n, text in top]
-        if self.kind == "relations":
+        if self.reader == "aligned" and self.kind in ("relations", "entities"):
+            for n, text in items:
+                if self.kind == "relations":
+                    start = re.search(r"\(reached by: (.*)\):", self._group_of(n))
+                    topic, before, _ = steps(start.group(1).split("; ")[0]) if start else (None, [], [])
+                    first, rels, _ = steps(text)
+                    chain, topic = [*before, *rels], topic or first
+                    name = rels[-1].text if rels else text
+                else:
+                    topic, chain, _ = steps(self._group_of(n))
+                    name = text
+                scored.append((aligned_score(self.question, topic, chain), n, name))
+        elif self.kind == "relations":
             for n, text in items:
                 topic, rels = path_relations(text.replace(" ?", " X"))
                 start = re.search(r"\(reached by: (.*)\):", self._group_of(n)) or None
@@ -233,6 +337,8 @@ class Judgement:
         step offers it); a question about things that share something ("the
         same director", "share actors", "[X] actors") needs a walk there and
         back."""
+        if self.reader == "aligned":
+            return self._aligned_verdict()
         items = [text for _, text in _numbered(self.task)]
         chains = "Chains:" in self.task
         following = [re.sub(r"^(?:->|<-)\s*", "", x.strip()) for x in _field(self.task, "Next steps the walk could take")
@@ -256,7 +362,42 @@ class Judgement:
             return False, 0.5
         return best[0], round(min(0.95, 0.6 + best[1] / 2), 2)
 
+    def _aligned_verdict(self) -> tuple[bool, float]:
+        """Sufficient when the best path (or chain) accounts for the question
+        as well as it can be: no step the walk could take next would
+        account for more of it."""
+        following = [x.strip() for x in _field(self.task, "Next steps the walk could take").split(";")]
+        after = [Relation(x[2:].strip(), "out" if x.startswith("->") else "in", label=x[2:].strip())
+                 for x in following if x.startswith(("->", "<-"))]
+        best: tuple[float, float, str, list[Relation]] | None = None
+        for _, text in _numbered(self.task):
+            topic, chain, _ = steps(text.rsplit(":", 1)[0] if "Chains:" in self.task else text)
+            now = aligned_score(self.question, topic, chain)
+            ahead = max((aligned_score(self.question, topic, [*chain, r]) for r in after), default=now)
+            if best is None or (now, ahead) > best[:2]:
+                best = (now, ahead, topic, chain)
+        if best is None:
+            return False, 0.6
+        now, ahead, topic, chain = best
+        explained, asked = explains(self.question, topic, chain)
+        # a step ahead would explain more, or the path explains part of the question and not the rest
+        more = ahead > now + 1e-9 or 0 < explained < asked
+        return not more, round(min(0.95, 0.6 + abs(now - ahead)), 2)
+
+    def _aligned_answer(self) -> tuple[list[str], list[int]]:
+        """The entities, anywhere on a path, whose way from the topic
+        accounts best for the question (the deepest of equals)."""
+        ranked = []
+        for n, text in _numbered(self.task):
+            topic, chain, ents = steps(text)
+            for k in range(1, len(chain) + 1):
+                if ents[k] != topic:
+                    ranked.append((aligned_score(self.question, topic, chain[:k]), k, n, ents[k]))
+        return _best_deepest(ranked)
+
     def answer(self) -> tuple[list[str], list[int]]:
+        if self.reader == "aligned":
+            return self._aligned_answer()
         items = _numbered(self.task)
         ranked = []
         for n, text in items:
@@ -265,13 +406,7 @@ class Judgement:
             if tail == topic and rels:
                 continue  # "the same director as X": not X itself
             ranked.append((relevance(self.question, topic, rels), len(rels), n, tail))
-        if not ranked:
-            return [], []
-        top = max(r[0] for r in ranked)
-        best = [r for r in ranked if r[0] >= top - 1e-9]
-        deepest = max(r[1] for r in best)
-        chosen = [r for r in best if r[1] == deepest]
-        return list(dict.fromkeys(r[3] for r in chosen)), [r[2] for r in chosen]
+        return _best_deepest(ranked)
 
     def topics(self) -> list[str]:
         m = re.search(r"\[([^\]]+)\]", self.question)
@@ -291,17 +426,17 @@ UNREADABLE = ("I apologize, but I cannot determine that from the information pro
 
 
 def reply_text(messages: list[dict], mode: str, rng: random.Random, unreadable: float,
-               stubborn: bool = False) -> str:
-    return reply_and_reading(messages, mode, rng, unreadable, stubborn)[0]
+               stubborn: bool = False, reader: str = "words") -> str:
+    return reply_and_reading(messages, mode, rng, unreadable, stubborn, reader)[0]
 
 
 def reply_and_reading(messages: list[dict], mode: str, rng: random.Random,
-                      unreadable: float, stubborn: bool = False) -> tuple[str, dict | None]:
+                      unreadable: float, stubborn: bool = False, reader: str = "words") -> tuple[str, dict | None]:
     """The reply in the mode's habits, and the reading it means (what a
     reader must get from it; None for a reply that says nothing readable):
     ``{"scores": {index: score}}`` (0-based), ``{"reward": p}``,
     ``{"names": [...], "cited": [...]}`` (0-based) or ``{"entities": [...]}``."""
-    j = Judgement(messages)
+    j = Judgement(messages, reader)
     drift = rng.random()
     if mode == "llama2" and (stubborn or not j.repair) and rng.random() < unreadable:
         return rng.choice(UNREADABLE), None
@@ -418,9 +553,9 @@ def reply_and_reading(messages: list[dict], mode: str, rng: random.Random,
     return f"Answer: {m.group(1) if m else 'I do not know'}", None
 
 
-def structured_reply(messages: list[dict], schema: dict) -> str:
+def structured_reply(messages: list[dict], schema: dict, reader: str = "words") -> str:
     """JSON that keeps to ``schema``: what a constrained decoder returns."""
-    j = Judgement(messages)
+    j = Judgement(messages, reader)
     props = schema.get("properties", {})
     if "scores" in props:
         allowed = set(props["scores"]["items"]["properties"]["candidate"].get("enum") or [])
@@ -452,9 +587,12 @@ class StandInModel:
     """The HTTP endpoint; use as a context manager."""
 
     def __init__(self, mode: str = "exact", seed: int = 0, latency: float = 0.0, unreadable: float = 0.03,
-                 error_rate: float = 0.0, stubborn: bool = False) -> None:
+                 error_rate: float = 0.0, stubborn: bool = False, reader: str | None = None) -> None:
         if mode not in ("exact", "gpt4", "llama2"):
             raise ValueError(f"unknown stand-in mode {mode!r}")
+        # what it understands: a GPT-4-class model reads relation names as a careful reader does; the
+        # others go by single word similarities
+        self.reader = reader or ("aligned" if mode == "gpt4" else "words")
         self.mode, self.seed, self.latency = mode, seed, latency
         self.unreadable, self.error_rate, self.stubborn = unreadable, error_rate, stubborn
         self.requests: list[dict] = []
@@ -504,9 +642,9 @@ class StandInModel:
                 elif fault and fault[0] == "garbage":
                     text = fault[1]
                 elif schema:
-                    text = structured_reply(messages, schema)
+                    text = structured_reply(messages, schema, model.reader)
                 else:
-                    text = reply_text(messages, model.mode, rng, model.unreadable, model.stubborn)
+                    text = reply_text(messages, model.mode, rng, model.unreadable, model.stubborn, model.reader)
                 with model._lock:
                     model.requests[-1]["reply"] = text
                 prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
@@ -606,7 +744,8 @@ def corpus(questions: Path, kb: Path, limit: int, modes=("gpt4", "llama2")) -> l
                             continue
                         rng = random.Random(hashlib.sha256(
                             f"{model.seed}:{json.dumps(messages, sort_keys=True)}".encode()).hexdigest())
-                        reply, meant = reply_and_reading(messages, mode, rng, model.unreadable)
+                        reply, meant = reply_and_reading(messages, mode, rng, model.unreadable,
+                                                         reader=model.reader)
                         assert reply == req["reply"]
                         rows.append({"mode": mode, **reader_inputs(messages), "reply": reply, "reading": meant})
     return rows
