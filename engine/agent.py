@@ -390,9 +390,13 @@ class LLMReasoner:
             names = baseline_answer(self.client, "io", question)
             return Answer(names, from_kg=False, reason="no KG path reached an answer; the model's own knowledge")
         p = with_exemplars(prompt("answer"), self.exemplars, question, [t.name for t in topics])
-        tails = [q.tail.name for q in kept]
+        # an answer may be any entity a shown path passes, not only its end ("the films X starred in"
+        # read off a longer path): the ends first, then the entities on the way
+        on_paths = [(q, h.node) for q in kept for h in q.hops]
+        on_paths.sort(key=lambda item: item[1] is not item[0].tail)
+        known = list(dict.fromkeys(node.name for _, node in on_paths)) or [q.tail.name for q in kept]
         got = ask_strictly(self.client, p.messages(question=question, paths=numbered([describe(q) for q in kept])),
-                           lambda reply: parse_answer(reply, len(kept), tails),
+                           lambda reply: parse_answer(reply, len(kept), known),
                            temperature=self.client.settings.temperature_reason, purpose="answer",
                            reply_format=p.reply_format, schema=_schema_answer(len(kept)))
         if got is None:
@@ -404,14 +408,14 @@ class LLMReasoner:
         used = [kept[i] for i in cited]
         ids: list[str] = []
         backed: list[Path] = []
+        cited_first = sorted(on_paths, key=lambda item: all(item[0] is not q for q in used))
         for name in names:
             norm = key(name.casefold().split())
-            match = next((q for q in used if key(q.tail.name.casefold().split()) == norm), None)
-            if match is None:
-                match = next((q for q in kept if key(q.tail.name.casefold().split()) == norm), None)
-            if match is not None:
-                if match.tail.id not in ids:
-                    ids.append(match.tail.id)
+            found = next(((q, node) for q, node in cited_first if key(node.name.casefold().split()) == norm), None)
+            if found is not None:
+                match, node = found
+                if node.id not in ids:
+                    ids.append(node.id)
                 if all(match.id != q.id for q in backed):
                     backed.append(match)
         # every answer backed by a kept path cites it, whether the reply said so or not

@@ -223,7 +223,7 @@ def search(
             for q in new:
                 q.score = q.relation_score
         listed: dict[str, list[Relation]] = {}
-        if not pruner.uses_llm and depth < config.depth:
+        if depth < config.depth:  # a model cannot see which tails go on; the KG can, for one listing
             listed = _favour_continuable(kg, question, topics, new, descriptions, config.width)
         ranked = sorted(new, key=lambda q: (-q.score, rng.random()))
         beam = _keep(ranked, config.width, groups)
