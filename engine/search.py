@@ -213,8 +213,20 @@ def search(
                 new.append(q)
         if not new:
             break
-        # 3. entity pruning (ToG) or sampling (ToG-R)
+        # 3. entity pruning (ToG) or sampling (ToG-R); the tails that have the step the question
+        # needs next score a little more (a model cannot see which tails go on; the KG can, for one
+        # listing, which the next depth reuses), and a model is shown them first in each group
+        listed: dict[str, list[Relation]] = {}
+        goes_on: set[str] = set()
+        looked = depth >= config.depth  # the last depth: nothing follows
         if config.method == "tog":
+            if pruner.uses_llm and not looked:
+                looked = True
+                for q in new:
+                    q.score = q.relation_score
+                listed, goes_on = _continuable(kg, question, topics, new, descriptions, config.width)
+                group = {key: i for i, key in enumerate(dict.fromkeys((q.parent, q.hops[-1].relation) for q in new))}
+                new.sort(key=lambda q: (group[(q.parent, q.hops[-1].relation)], q.id not in goes_on))
             plan.before(depth, "entities")
             escores = pruner.score_entities(question, [Choice(q, q.verbalise()) for q in new])
             for q, s in zip(new, escores):
@@ -222,9 +234,11 @@ def search(
         else:
             for q in new:
                 q.score = q.relation_score
-        listed: dict[str, list[Relation]] = {}
-        if depth < config.depth:  # a model cannot see which tails go on; the KG can, for one listing
-            listed = _favour_continuable(kg, question, topics, new, descriptions, config.width)
+        if not looked:
+            listed, goes_on = _continuable(kg, question, topics, new, descriptions, config.width)
+        for q in new:
+            if q.id in goes_on:
+                q.score = min(1.0, q.score + CONTINUE_BONUS)
         ranked = sorted(new, key=lambda q: (-q.score, rng.random()))
         beam = _keep(ranked, config.width, groups)
         kept = {q.id for q in beam}
@@ -283,16 +297,17 @@ CONTINUE_BONUS = 0.05  # for a path whose tail has the step the question needs n
 CONTINUE_LOOKED_AT = 10  # candidates per kept place whose tails are looked at for it
 
 
-def _favour_continuable(kg: KnowledgeGraph, question: str, topics: Sequence[Node], new: Sequence[Path],
-                        descriptions: Descriptions | None, width: int) -> dict[str, list[Relation]]:
+def _continuable(kg: KnowledgeGraph, question: str, topics: Sequence[Node], new: Sequence[Path],
+                 descriptions: Descriptions | None, width: int) -> tuple[dict[str, list[Relation]], set[str]]:
     """Among the best candidates, those whose tail has the relation the
-    question needs next score a little more, so that the beam does not keep
-    books without a publisher when the question asks for publishers: with
+    question needs next (they score a little more, so that the beam does not keep
+    books without a publisher when the question asks for publishers): with
     learned chains, the step the likeliest learned chain through the path
     takes next; else, while the kind of thing asked for ("which publisher")
     is not reached, a relation that ends in that kind.  One batched,
     bounded relation listing of at most ``CONTINUE_LOOKED_AT * width`` tails,
-    returned so that the next depth does not list the kept ones again."""
+    returned so that the next depth does not list the kept ones again, with
+    the ids of the paths that go on."""
     from engine.learning import relation_keys
 
     top = sorted(new, key=lambda q: -q.score)[: CONTINUE_LOOKED_AT * width]
@@ -311,18 +326,15 @@ def _favour_continuable(kg: KnowledgeGraph, question: str, topics: Sequence[Node
 
         model = QuestionModel.of(question, [t.name for t in topics])
         if not model.focus:
-            return {}
+            return {}, set()
         for q in top:
             if q.hops and not model.kind_reached(q.relations()[-1]):
                 wanted[q.id] = model.kind_reached
     tails = list(dict.fromkeys(q.tail.id for q in top if q.id in wanted and not q.tail.literal))
     if not tails:
-        return {}
+        return {}, set()
     around = kg.relations(tails)
-    for q in top:
-        if q.id in wanted and any(wanted[q.id](r) for r in around.get(q.tail.id, ())):
-            q.score = min(1.0, q.score + CONTINUE_BONUS)
-    return around
+    return around, {q.id for q in top if q.id in wanted and any(wanted[q.id](r) for r in around.get(q.tail.id, ()))}
 
 
 def _is_step(key: str) -> Callable[[Relation], bool]:
