@@ -438,7 +438,7 @@ def runs() -> None:
 @_fail_cleanly
 def runs_list(store, limit, status, since, as_json) -> None:
     """List runs, oldest first."""
-    from engine.runs import cutoff
+    from engine.runs import cutoff, since_ok
 
     try:
         start = cutoff(since) if since else None
@@ -447,7 +447,7 @@ def runs_list(store, limit, status, since, as_json) -> None:
     with _open(store, reading=True) as s:
         items = s.need_runs().list()
     total = len(items)
-    items = [r for r in items if (status is None or r.status == status) and (start is None or r.started >= start)]
+    items = [r for r in items if (status is None or r.status == status) and (start is None or since_ok(r.started, start))]
     if limit is not None:
         items = items[-limit:]
     if as_json:

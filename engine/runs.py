@@ -188,10 +188,24 @@ def cutoff(age: str) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
+def since_ok(started: str, start: str) -> bool:
+    """Did a run that started at ``started`` start at or after ``start``?
+    As moments, not strings: stores write ``Z`` or ``+00:00``, with or
+    without fractions of a second. An unreadable time is kept (shown)."""
+    try:
+        return _moment(started) >= _moment(start)
+    except ValueError:
+        return True
+
+
+def _moment(text: str) -> dt.datetime:
+    moment = dt.datetime.fromisoformat(text.strip())
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+
 def prune(runs, older_than: str) -> int:
     """Delete the runs (``RunLog``) started before ``older_than`` (ISO 8601); how many went."""
-    limit = dt.datetime.fromisoformat(older_than)
-    return runs.delete([r.id for r in runs.list() if dt.datetime.fromisoformat(r.started) < limit])
+    return runs.delete([r.id for r in runs.list() if not since_ok(r.started, older_than)])
 
 
 KEEP_FOREVER = "forever"

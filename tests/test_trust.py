@@ -343,3 +343,15 @@ def test_reading_commands_work_while_another_process_writes_the_store(tog, tmp_p
     stale.mkdir()
     assert tog("ask", "who directed [Quiz Show]", "--store", store).exit_code == 0  # writable again
     assert not stale.exists()  # the writer's open cleared it
+
+
+@pytest.mark.parametrize("started,start,after", [
+    ("2026-12-01T10:00:00Z", "2026-12-01T10:00:00.000001Z", False),  # no fraction: still earlier
+    ("2026-12-01T09:00:00+01:00", "2026-12-01T08:30:00Z", False),    # an offset: 08:00 UTC
+    ("2026-12-01T10:00:00.5+00:00", "2026-12-01T10:00:00Z", True),
+    ("2026-12-01T10:00:00", "2026-12-01T09:59:59Z", True),           # no zone: UTC
+])
+def test_run_times_compare_as_moments_not_strings(started, start, after):
+    from engine.runs import since_ok
+
+    assert since_ok(started, start) is after
