@@ -347,13 +347,14 @@ def test_an_answer_may_be_an_entity_a_path_passes_and_is_backed_by_it(tog, sampl
 
 
 def test_a_model_pruning_entities_keeps_the_tails_that_go_on(tog, env, tmp_path):
-    """Three teams are equally good to a model that sees only their names;
-    one has a captain. The KG knows which tails go on (one bounded listing,
-    which the next depth reuses): with width 1 the beam keeps that team,
+    """Nine teams are equally good to a model that sees only their names;
+    one has a captain, and it comes last in the sample order. The KG knows
+    which tails go on (one bounded listing, which the next depth reuses):
+    the model is shown that team first, and with width 1 the beam keeps it,
     whichever way the model's tie falls."""
-    lines = [f"north_league\thas_team\tteam_{i:02d}" for i in range(3)]
-    lines += [f"team_{i:02d}\tfounded_in\t{1950 + i}" for i in range(3)]
-    lines += ["team_01\tcaptained_by\tdana_reyes"]
+    lines = [f"north_league\thas_team\tteam_{i:02d}" for i in range(9)]
+    lines += [f"team_{i:02d}\tfounded_in\t{1950 + i}" for i in range(9)]
+    lines += ["team_07\tcaptained_by\tdana_reyes"]
     src = tmp_path / "league.tsv"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
     store = tmp_path / "store"
@@ -366,3 +367,8 @@ def test_a_model_pruning_entities_keeps_the_tails_that_go_on(tog, env, tmp_path)
             assert asked.exit_code == 0, asked.output
             data = json.loads(asked.output)
             assert data["answer"] == ["dana_reyes"] and data["from_kg"], (seed, data["answer"], data["paths"])
+        # and the model is shown it first among the teams
+        listings = [r["body"]["messages"][-1]["content"] for r in model.requests
+                    if "north_league -> has team -> ..." in r["body"]["messages"][-1]["content"]]
+        assert listings and all(x.split("has team -> ...\n", 1)[1].startswith("1. team_07\n") for x in listings)
+    assert all(x.rstrip().endswith(". team_04") for x in listings)  # the rest in the sample order: team_07 was last
