@@ -10,9 +10,10 @@ Hits@1, F1, LLM calls, tokens, KG lookups and time per question.
 Without ``--model`` the rows that need an LLM are left out, and LLM⊕KG and
 LLM⊗KG run with their offline parts (the offline answer over the retrieved
 paths; the offline roles of the planner). ``--stand-in`` serves the test
-suite's stand-in model (tests/llm_server.py: word similarities, no
-language model) on 127.0.0.1 to show the calls and tokens each paradigm
-spends; its accuracy says nothing about a real LLM's.
+suite's GPT-4-like stand-in (tests/llm_server.py: it reads relation names
+with engine.alignment and knows nothing else; not a language model) on
+127.0.0.1 to show the calls and tokens each paradigm spends; its accuracy
+says nothing about a real LLM's (it has no knowledge of its own for io/cot).
 """
 
 from __future__ import annotations

@@ -81,10 +81,12 @@ def main() -> None:
         return json.loads(out.with_name(out.name + ".summary.json").read_text())
 
     offline = run("offline", [])
+    offline_r = run("offline-tog-r", ["--method", "tog-r"])  # ToG-R's sampling without a model, for its rows
     header = f"{'stand-in':26} {'method':26} {'Hits@1':>7} {'calls/q':>8} {'max':>4} {'repeats':>8} " \
              f"{'fallbacks':>9} {'tokens/q':>9}"
     print(header)
     print(f"{'(no LLM)':26} {'offline backbone':26} {offline['hits@1']:7.3f}")
+    print(f"{'(no LLM)':26} {'offline backbone, ToG-R':26} {offline_r['hits@1']:7.3f}")
     for label, (mode, mode_args) in MODES.items():
         for method, method_args in METHODS.items():
             if not all(x.lower() in f"{label} {method}".lower() for x in args.only):
