@@ -100,8 +100,12 @@ def _words(text: str) -> list[str]:
 
 
 def cues(question: str, topic: str) -> list[str]:
-    """The question's content words, without the topic entity's."""
+    """The question's content words, without the topic entity's nor the noun
+    that says what kind of thing the topic is ("the novel [X]")."""
     topic_words = set(_words(topic))
+    kind = re.search(r"\b(?:the|a|an)\s+([a-z]+)\s*\[", question.lower())
+    if kind:
+        topic_words.add(kind.group(1))
     return list(dict.fromkeys(w for w in _words(question) if w not in STOP and w not in topic_words and len(w) > 2))
 
 
@@ -116,6 +120,19 @@ def relevance(question: str, topic: str, relations: list[str]) -> float:
 
 def uncovered(question: str, topic: str, relations: list[str]) -> list[str]:
     return [w for w in cues(question, topic) if max((similarity(w, r) for r in relations), default=0.0) < COVERED]
+
+
+WH = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "how"})
+
+
+def incidental(question: str, covered: list[str]) -> set[str]:
+    """Words that name what is asked about rather than a relation: the noun
+    right after the question word ("which films did X star in") and a word
+    next to one a relation already accounts for ("the films directed by")."""
+    said = _words(question)
+    out = {said[i + 1] for i in range(len(said) - 1) if said[i] in WH}
+    out |= {w for i, w in enumerate(said) if set(said[max(0, i - 1):i + 2]) & set(covered)}
+    return out
 
 
 # -- reading the engine's prompts -------------------------------------------------
@@ -352,7 +369,8 @@ class Judgement:
             words = cues(self.question, topic)
             useful = all(max((similarity(w, r) for w in words), default=0.0) >= COVERED for r in rels)
             left = uncovered(self.question, topic, rels)
-            wanted = [w for w in left if relational(w) or
+            aside = incidental(self.question, [w for w in words if w not in left])
+            wanted = [w for w in left if (relational(w) and w not in aside) or
                       max((similarity(w, r) for r in following), default=0.0) >= COVERED]
             back = not shared or len(rels) >= 2
             enough = useful and back and not wanted
