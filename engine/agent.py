@@ -390,8 +390,8 @@ class LLMReasoner:
             names = baseline_answer(self.client, "io", question)
             return Answer(names, from_kg=False, reason="no KG path reached an answer; the model's own knowledge")
         p = with_exemplars(prompt("answer"), self.exemplars, question, [t.name for t in topics])
-        # an answer may be any entity a shown path passes, not only its end ("the films X starred in"
-        # read off a longer path): the ends first, then the entities on the way
+        # an answer may be any entity a shown path passes, not only its end (the books an author wrote,
+        # read off a path that goes on to their publishers): the ends first, then the entities on the way
         on_paths = [(q, h.node) for q in kept for h in q.hops]
         on_paths.sort(key=lambda item: item[1] is not item[0].tail)
         known = list(dict.fromkeys(node.name for _, node in on_paths)) or [q.tail.name for q in kept]

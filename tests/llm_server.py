@@ -130,9 +130,13 @@ def incidental(question: str, covered: list[str]) -> set[str]:
     right after the question word ("which films did X star in") and a word
     next to one a relation already accounts for ("the films directed by")."""
     said = _words(question)
-    out = {said[i + 1] for i in range(len(said) - 1) if said[i] in WH}
-    out |= {w for i, w in enumerate(said) if set(said[max(0, i - 1):i + 2]) & set(covered)}
-    return out
+    known = set(covered)
+    return {said[i + 1] for i in range(len(said) - 1) if said[i] in WH} | next_to(said, lambda w: w in known)
+
+
+def next_to(said: list[str], hit) -> set[str]:
+    """The words of ``said`` that are, or stand next to, a word ``hit`` accepts."""
+    return {w for i, w in enumerate(said) if any(hit(x) for x in said[max(0, i - 1):i + 2])}
 
 
 # -- reading the engine's prompts -------------------------------------------------
@@ -216,7 +220,7 @@ def explains(question: str, topic: str, chain: list[Relation]) -> tuple[int, int
     said = _words(question)
     # a word next to one the chain explains is what that relation is about ("the films directed by",
     # "release dates"), not a relation of its own
-    beside = {stem(w) for i, w in enumerate(said) if {stem(x) for x in said[max(0, i - 1):i + 2]} & explained}
+    beside = {stem(w) for w in next_to(said, lambda x: stem(x) in explained)}
     form = {stem(w): w for w in reversed(said)}
     asked = sum(1 for i, (s, _) in enumerate(m.occurrences)
                 if i in claimed or ((relational(form.get(s, s)) or form.get(s) in IRREGULAR) and s not in beside))
