@@ -112,6 +112,13 @@ class QuestionModel:
         """Per relation of the chain, the occurrences (indexes) it explains:
         the phrase that explains most of what earlier relations left, one
         occurrence per word, the one read first (``_reading_ranks``) first."""
+        key = ("claims", tuple((r.id, r.direction, r.names) for r in chain))
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = self._claims(chain)
+        return [list(c) for c in found]
+
+    def _claims(self, chain: Sequence[Relation]) -> list[list[int]]:
         free = sorted(range(len(self.occurrences)), key=lambda i: self.occurrences[i][1])
         out: list[list[int]] = []
         for rel in chain:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -183,6 +184,23 @@ def cli(ctx: click.Context, config_path: Path | None) -> None:
       tog runs show last
     """
     ctx.default_map = _config_file(config_path)
+    _notes_to_stderr()
+
+
+class _Notes(logging.Handler):
+    """The library's notes (logger ``tog``: a store building its summaries
+    once, ...) as plain lines on stderr, escaped like everything we print."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        echo(record.getMessage(), err=True)
+
+
+def _notes_to_stderr() -> None:
+    log = logging.getLogger("tog")
+    if not any(isinstance(h, _Notes) for h in log.handlers):
+        log.addHandler(_Notes())
+        log.setLevel(logging.INFO)
+        log.propagate = False
 
 
 def load_options(fn):
@@ -220,7 +238,7 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
     for f in files:
         report = load_file(sink, f, fmt=fmt, delimiter=delimiter, max_errors=max_errors,
                            name_predicates=preds, name_langs=langs, progress=progress, force=force,
-                           chunk_bytes=chunk_bytes, segment_lines=segment_lines or SEGMENT_LINES)
+                           chunk_bytes=chunk_bytes, segment_lines=segment_lines or SEGMENT_LINES, summarise=False)
         if report.already_complete:
             echo(f"{f}: already loaded ({report.triples:,} triples); nothing to do (--force reads it again)")
             continue
@@ -235,6 +253,11 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
         if report.skipped > len(report.bad):
             before = " (skipped before the resume)" if report.resumed_from and not report.bad else ""
             echo(f"  … and {report.skipped - len(report.bad):,} more bad lines{before}")
+    summary = sink.summarise(progress)
+    if summary is not None and sum(summary["hubs"].values()):
+        hubs = summary["hubs"]
+        echo(f"hub summaries: {hubs['out']:,} entities with more than {summary['threshold']:,} edges out, "
+             f"{hubs['in']:,} in ({summary['edges']:,} edges) in {summary['seconds']:.1f}s")
 
 
 @cli.command()

@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -353,6 +354,7 @@ def names_a_relation(iri: str) -> bool:
     return bool(_RELATION_IRI.match(iri))
 
 
+@lru_cache(maxsize=1 << 16)  # the same relations come back at every step of every question
 def local_name(iri: str) -> str:
     """The readable tail of an IRI: after ``#``, the last ``/`` or our URN prefixes."""
     for prefix in (ENTITY_NS, RELATION_NS):
@@ -364,6 +366,7 @@ def local_name(iri: str) -> str:
     return iri[cut + 1:] if cut >= 0 else iri
 
 
+@lru_cache(maxsize=1 << 16)
 def relation_text(iri: str) -> str:
     """Words for a relation: ``film.film.directed_by`` -> ``film directed by``.
 
@@ -380,6 +383,7 @@ def relation_text(iri: str) -> str:
     return " ".join(words.lower().split())
 
 
+@lru_cache(maxsize=1 << 16)
 def relation_roles(iri: str) -> tuple[str | None, str]:
     """Words for what the subject and the object of a relation are.
 

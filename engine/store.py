@@ -194,6 +194,13 @@ class BulkSink(Protocol):
         """The load is over (finished or failed)."""
         ...
 
+    def summarise(self, progress: bool = False) -> dict | None:
+        """After the loads of a command: build what the store keeps so that no
+        question reads a hub whole (the embedded store's hub summaries), if
+        a load left it out of date. Returns how it was built (``seconds``,
+        ``hubs``, ...), or None when there was nothing to build."""
+        ...
+
     def loads(self) -> list[LoadCheckpoint]:
         """Every source loaded or partly loaded, with its checkpoint, by path."""
         ...

@@ -46,6 +46,7 @@ class LoadReport:
     resumed_from: int = 0
     resumed_triples: int = 0
     already_complete: bool = False
+    summary: dict | None = None  # how the store's hub summaries were built after it (BulkSink.summarise)
 
     def bad_line(self, line: int, reason: str, max_errors: int) -> None:
         self.skipped += 1

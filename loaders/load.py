@@ -98,8 +98,11 @@ def load_file(
     chunk_bytes: int | None = None,
     segment_lines: int = SEGMENT_LINES,
     force: bool = False,
+    summarise: bool = True,
 ) -> LoadReport:
-    """Load ``path`` through ``sink``.
+    """Load ``path`` through ``sink``, then (``summarise``) build what the
+    store keeps about its hubs (``BulkSink.summarise``; a command loading
+    several files builds it once, after the last).
 
     Raises :class:`LoadError` when the file cannot be read or has more than
     ``max_errors`` bad lines; everything written before stays and a re-run
@@ -164,6 +167,8 @@ def load_file(
         bar.close()
         sink.end()
         report.seconds = time.perf_counter() - started
+    if summarise:
+        report.summary = sink.summarise(progress)
     return report
 
 

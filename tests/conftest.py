@@ -113,6 +113,12 @@ KG_NT = "\n".join(KG_LINES) + "\n"
 KG_TRIPLES = len(KG_LINES)
 
 
+def same_kg(stats: dict) -> dict:
+    """``Store.stats()`` less what says when the summaries were built: two
+    loads of the same facts give the same."""
+    return {k: v for k, v in stats.items() if k != "summaries"}
+
+
 def write_nt(path: Path, lines: list[str]) -> Path:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

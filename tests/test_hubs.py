@@ -1,11 +1,14 @@
-"""Hubs on the embedded store: a 210k-edge entity is never read whole.
+"""Hubs on the embedded store: a 210k-edge entity is never read whole at
+question time.
 
 Every query's rows are counted (a spy on the KG's one query function):
-relation listing and expansion return at most a bounded number of rows
-whatever the hub, the hub's summary and its crowded pair's sample are made
-once and then read back, answers equal those computed from the whole
-graph, and corrections, reverts and a killed-then-resumed load keep the
-summaries true to the KG."""
+the load builds each hub's summary (relations and degrees), so relation
+listing reads no hub at all and every other entity's listing is bounded;
+expansion returns at most a bounded number of rows whatever the hub (a
+crowded pair's sample is sorted by the store inside the query once, then
+read back); answers equal those computed from the whole graph; and
+corrections, reverts, a killed-then-resumed load and a store made before
+summaries existed keep (or make) the summaries true to the KG."""
 
 from __future__ import annotations
 
@@ -76,6 +79,11 @@ class Spy:
         return sum(1 for text, _ in self.calls if "GROUP BY ?p\n" in text + "\n" and "?k" not in text
                    or "ORDER BY (SHA1" in text)
 
+    def unbounded(self, entity: str) -> list[str]:
+        """Queries that read ``entity``'s edges with no LIMIT (what a hub must never get)."""
+        return [text for text, _ in self.calls if f"<{entity}>" in text and "LIMIT" not in text
+                and "VALUES (?e)" not in text]  # a names lookup reads names only
+
 
 def _expected(limit: int, cap: int | None = None, extra: tuple[str, str] | None = None) -> list[tuple[str, str]]:
     """What the search must be offered for (hub, links), from the whole pair
@@ -94,19 +102,66 @@ def _expected(limit: int, cap: int | None = None, extra: tuple[str, str] | None 
     return (named + unnamed)[:cap]
 
 
-def test_a_hubs_relations_come_from_its_summary_without_reading_its_edges_again(hub_store, monkeypatch):
+def test_a_hubs_relations_come_from_the_summary_its_load_built(hub_store, monkeypatch):
     kg = hub_store.kg
+    state = kg.summaries.state()
+    assert state["state"] == "fresh" and state["how"] == "at load" and state["hubs"] == {"out": 1, "in": 1}
+    assert state["edges"] == OUT + 2 + IN  # its label and born_in besides
     spy = Spy(kg, monkeypatch)
     rels = {(r.id, r.direction): r.degree for r in kg.relations([iri("hub")])[iri("hub")]}
     assert rels == {(LINKS.id, "out"): OUT, (BORN.id, "out"): 1, (LIKES.id, "in"): IN}
-    first = len(spy.calls)
-    assert spy.full_reads() == 2 and spy.most_rows() <= HUB_EDGES  # one native count per direction, once
+    assert spy.full_reads() == 0 and spy.unbounded(iri("hub")) == []  # the hub's edges are not read at all
+    assert not any(f"<{iri('hub')}>" in text for text, _ in spy.calls)
     spy.calls.clear()
-    again = kg.relations([iri("hub"), iri("city")])
+    again = kg.relations([iri("hub"), iri("city"), iri("n3")])
     assert {(r.id, r.direction): r.degree for r in again[iri("hub")]} == rels
     assert again[iri("city")] == [Relation(BORN.id, "in")]
-    assert spy.full_reads() == 0 and spy.most_rows() <= 2 and len(spy.calls) <= first
-    assert hub_store.kg.summaries.counts()["hubs"] == 2
+    assert again[iri("n3")] == [Relation(LINKS.id, "in")]
+    # the other entities are read in bounded pieces: at most HUB_EDGES + 1 edges a direction
+    assert spy.full_reads() == 0 and spy.most_rows() <= 4 and spy.unbounded(iri("city")) == []
+    assert all(f"LIMIT {HUB_EDGES + 1}" in text for text, _ in spy.calls)
+    assert kg.made["hubs"] == 0 and hub_store.kg.summaries.counts()["hubs"] == 2
+
+
+def test_a_store_made_before_summaries_builds_them_once_on_first_use(loaded_hub, tmp_path, monkeypatch, caplog):
+    """An older tog kept no hub summaries: the first question builds them
+    (saying so), the next process finds them; a read-only view beside a
+    writer cannot build them and reads each hub it meets once, in memory."""
+    import logging
+    import shutil
+    import sqlite3
+
+    shutil.copytree(loaded_hub, tmp_path / "old")
+    db = sqlite3.connect(tmp_path / "old" / "index.sqlite")
+    for table in ("hubs", "hub_relations", "summary_state"):
+        db.execute(f"DROP TABLE {table}")
+    db.commit()
+    db.close()
+    from engine.store import open_store
+
+    view = open_store(tmp_path / "old", read_only=True)
+    spy = Spy(view.kg, monkeypatch)
+    with caplog.at_level(logging.INFO, logger="tog"):
+        rels = {(r.id, r.direction): r.degree for r in view.kg.relations([iri("hub")])[iri("hub")]}
+    assert rels[(LINKS.id, "out")] == OUT and spy.full_reads() == 2 and view.kg.made["hubs"] == 2
+    assert "out of date" in caplog.text and view.kg.summaries.state()["state"] == "missing"
+    view.close()
+    caplog.clear()
+    store = open_graph(tmp_path / "old")
+    spy = Spy(store.kg, monkeypatch)
+    with caplog.at_level(logging.INFO, logger="tog"):
+        rels = {(r.id, r.direction): r.degree for r in store.kg.relations([iri("hub")])[iri("hub")]}
+    assert rels == {(LINKS.id, "out"): OUT, (BORN.id, "out"): 1, (LIKES.id, "in"): IN}
+    assert "building the hub summaries" in caplog.text and "made by an older tog" in caplog.text
+    assert store.kg.summaries.state()["how"] == "on first use" and store.kg.made["hubs"] == 0
+    store.close()
+    caplog.clear()
+    store = open_graph(tmp_path / "old")
+    spy = Spy(store.kg, monkeypatch)
+    with caplog.at_level(logging.INFO, logger="tog"):
+        store.kg.relations([iri("hub")])
+    assert caplog.text == "" and spy.calls == [] or all(f"<{iri('hub')}>" not in t for t, _ in spy.calls)
+    store.close()
 
 
 def test_expanding_a_crowded_pair_reads_only_its_sample(hub_store, monkeypatch):
@@ -151,6 +206,25 @@ def test_a_question_about_a_hub_is_answered_from_bounded_reads(hub_store, monkey
     assert spy.most_rows() <= SAMPLE_KEEP and spy.full_reads() == 0
 
 
+def test_the_look_ahead_schema_reads_a_relation_s_first_edges_only(hub_store, monkeypatch):
+    """What follows ``likes`` (60,000 edges, every one to the hub): its
+    tails are looked for among its first edges only, never by reading the
+    relation whole for more distinct ones; the hub's relations come from
+    its summary."""
+    from engine.backends.oxigraph.kg import SCHEMA_READ, SCHEMA_TAILS
+
+    kg = hub_store.kg
+    spy = Spy(kg, monkeypatch)
+    follows = kg.schema.after([Relation(LIKES.id, "out")])[Relation(LIKES.id, "out")]
+    assert set(follows) == {LINKS, BORN, LIKES}  # around the one tail, the hub
+    (tails,) = [(text, n) for text, n in spy.calls if "SELECT DISTINCT ?n" in text]
+    assert f"}} LIMIT {SCHEMA_READ} }}" in tails[0] and tails[1] <= SCHEMA_TAILS
+    assert spy.full_reads() == 0 and spy.unbounded(iri("hub")) == []
+    spy.calls.clear()
+    assert kg.schema.after([Relation(LIKES.id, "out")])[Relation(LIKES.id, "out")] == follows
+    assert spy.calls == []  # kept
+
+
 def test_corrections_and_reverts_keep_the_summaries_true(hub_store, tog, monkeypatch):
     kg = hub_store.kg
     kg.relations([iri("hub")])
@@ -184,8 +258,9 @@ def test_corrections_and_reverts_keep_the_summaries_true(hub_store, tog, monkeyp
 
 
 def test_a_killed_load_leaves_summaries_true_after_it_resumes(tmp_path, tog):
-    """Questions asked of a half-loaded store make summaries of what is there;
-    the resumed load's end makes them true to the whole file."""
+    """A killed load leaves its summaries marked out of date: a question
+    asked of the half-loaded store builds them for what is there; the
+    resumed load's end builds them again, true to the whole file."""
     from test_loaders import _kill_mid_load
 
     edges = 4 * HUB_EDGES
@@ -202,15 +277,49 @@ def test_a_killed_load_leaves_summaries_true_after_it_resumes(tmp_path, tog):
     else:
         pytest.fail("every load finished before it could be killed")
     g = open_graph(store)
+    assert g.kg.summaries.state()["state"] == "stale"
     (partial,) = g.kg.relations([iri("star")])[iri("star")]
     assert partial.degree < edges
+    assert g.kg.summaries.state()["how"] == "on first use"
     assert g.kg.summaries.counts()["hubs"] == (partial.degree > HUB_EDGES)  # summarised as it is now
     g.close()
     resumed = tog("load", f, "--store", store)
     assert resumed.exit_code == 0 and "resumed at line" in resumed.output, resumed.output
+    assert "hub summaries: 1 entities with more than 1,000 edges out" in resumed.output, resumed.output
     g = open_graph(store)
+    assert g.kg.summaries.state()["how"] == "at load"
     (full,) = g.kg.relations([iri("star")])[iri("star")]
-    assert full.degree == edges
+    assert full.degree == edges and g.kg.made["hubs"] == 0
+    g.close()
+
+
+def test_a_correction_that_makes_a_hub_summarises_it(tmp_path, tog, monkeypatch):
+    """An entity with exactly HUB_EDGES edges is read at question time; the
+    correction that adds one more summarises it in the same recorded step,
+    so the next question reads none of its edges; a revert keeps it exact."""
+    lines = [f"<{iri('edge')}> <{iri('knows')}> <{iri(f'k{i}')}> ." for i in range(HUB_EDGES - 1)]
+    lines.append(f'<{iri("edge")}> <{RDFS_LABEL}> "Edge Case" .')  # HUB_EDGES edges out, its label included
+    store = tmp_path / "edge-store"
+    assert tog("load", write_nt(tmp_path / "edge.nt", lines), "--store", store).exit_code == 0
+    g = open_graph(store)
+    assert g.kg.summaries.counts()["hubs"] == 0
+    g.close()
+    added = tog("correct", "--add", f"<{iri('edge')}>|<{iri('likes')}>|<{iri('k0')}>", "--reason", "r",
+                "--store", store)
+    assert added.exit_code == 0, added.output
+    cid = re.search(r"correction (\S+):", added.output).group(1)
+    g = open_graph(store)
+    assert g.kg.summaries.is_hub(iri("edge"), "out")
+    spy = Spy(g.kg, monkeypatch)
+    rels = {(r.id, r.direction): r.degree for r in g.kg.relations([iri("edge")])[iri("edge")]}
+    assert rels == {(iri("knows"), "out"): HUB_EDGES - 1, (iri("likes"), "out"): 1}
+    assert spy.full_reads() == 0 and not any(f"<{iri('edge')}> ?p ?x" in t for t, _ in spy.calls)  # none out
+    g.close()
+    assert tog("corrections", "revert", cid, "--store", store).exit_code == 0
+    g = open_graph(store)
+    rels = {(r.id, r.direction): r.degree for r in g.kg.relations([iri("edge")])[iri("edge")]}
+    assert rels == {(iri("knows"), "out"): HUB_EDGES - 1}
+    g.close()
 
 
 @pytest.mark.neo4j

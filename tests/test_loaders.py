@@ -27,6 +27,7 @@ from conftest import (
     load_into,
     no_traceback,
     open_graph,
+    same_kg,
     write_nt,
 )
 
@@ -311,13 +312,13 @@ def test_loading_twice_adds_nothing(tmp_path, kind, kg_file):
     forced = load_file(g.need_sink(), f, force=True)
     assert not forced.already_complete
     assert forced.triples == first.triples
-    assert g.stats() == stats
+    assert same_kg(g.stats()) == same_kg(stats)
     assert content(g) == before
     # and after reopening the store from disk
     close_graph(g)
     g2 = open_graph(tmp_path / "store")
     assert load_file(g2.need_sink(), f).already_complete
-    assert g2.stats() == stats
+    assert same_kg(g2.stats()) == same_kg(stats)
 
 
 def test_fixture_kg_counts(store):
@@ -585,7 +586,7 @@ def test_a_plain_ntriples_file_loads_by_path_with_the_same_result_as_streaming(t
     streamed, (r2,) = load_into(tmp_path / "b", kg_file, segment_lines=3)  # too small a segment: streaming
     assert calls == [kg_file]
     assert (r1.triples, r1.lines, r1.names, r1.skipped) == (r2.triples, r2.lines, r2.names, r2.skipped)
-    assert by_path.stats() == streamed.stats()
+    assert same_kg(by_path.stats()) == same_kg(streamed.stats())
     keys = ["paul author", "harbor lights", "quiz game"]
     assert by_path.kg.search_entities(keys) == streamed.kg.search_entities(keys)
     again = load_file(by_path.need_sink(), kg_file)  # checkpointed as complete

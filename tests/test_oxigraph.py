@@ -14,6 +14,7 @@ from conftest import (
     iri,
     load_into,
     open_graph,
+    same_kg,
     write_nt,
 )
 
@@ -189,7 +190,7 @@ def test_search_with_injection_attempt_returns_nothing(kg):
     nasty = ['"} UNION { ?e ?p ?key } #', 'x" } UNION { GRAPH ?g { ?e ?p ?key } } #', '\\"} .', "}"]
     before = kg.stats()
     assert kg.search_entities(nasty) == {}
-    assert kg.stats() == before
+    assert same_kg(kg.stats()) == same_kg(before)
 
 
 def test_sparql_values_only_takes_terms():

@@ -109,6 +109,9 @@ class Neo4jCsvExport(PendingWrites):
         self._pending.clear()
         self._pending_names.clear()
 
+    def summarise(self, progress: bool = False) -> dict | None:
+        return None  # the database the import makes needs nothing more (see Neo4jSink.summarise)
+
     def write(self, quads: Iterable[ox.Quad]) -> None:
         self._pending.extend(quads)
         if len(self._pending) >= 200_000:

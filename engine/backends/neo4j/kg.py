@@ -56,6 +56,7 @@ HUB_EDGES = 1000  # edges in one direction past which an entity's relations are 
 TYPES_PER_COUNT = 100  # relationship types counted per hub statement (the texts repeat: planned once)
 SAMPLE_KEEP = 4096  # neighbours kept per crowded pair, in sample order
 SCHEMA_TAILS = 50  # tails sampled per relation for the schema
+SCHEMA_READ = 1000  # edges of a relation read to find them
 Key = tuple[str, str, str]  # (entity, relation, direction)
 
 
@@ -223,8 +224,8 @@ class Neo4jKG(KnowledgeGraph):
                 "crowded pairs sampled": kept["samples"], "relations with a look-ahead schema": kept["schema"],
                 "summaries": f"hubs (more than {HUB_EDGES} edges in a direction) counted per relation from "
                              f"Neo4j's degrees; samples of crowded pairs (the first {SAMPLE_KEEP} neighbours in "
-                             f"sample order) and the schema ({SCHEMA_TAILS} tails per relation) made when first "
-                             "needed, kept until the next load"}
+                             f"sample order) and the schema ({SCHEMA_TAILS} tails per relation from its first "
+                             f"{SCHEMA_READ} edges) made when first needed, kept until the next load"}
 
 
 def refresh_samples(tx, session: Neo4jSession, facts: Sequence[tuple[str, str, str]]) -> None:
@@ -267,7 +268,7 @@ class Neo4jSchema:
         for part in chunks(todo, 200):
             rels = [[keys[k].id, keys[k].direction, i] for i, k in enumerate(part)]
             tails: dict[int, list[str]] = defaultdict(list)
-            for row in kg._run("schema_tails", relations=rels, tails=SCHEMA_TAILS):
+            for row in kg._run("schema_tails", relations=rels, tails=SCHEMA_TAILS, read=SCHEMA_READ):
                 tails[row["k"]].append(row["n"])
             around = kg.degrees(sorted({n for ns in tails.values() for n in ns}))
             made = {}

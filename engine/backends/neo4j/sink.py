@@ -172,6 +172,11 @@ class Neo4jSink(PendingWrites):
         except StoreError:
             pass  # the connection is gone: the load has failed already, and its re-run clears them
 
+    def summarise(self, progress: bool = False) -> dict | None:
+        """Nothing to build: a hub's relations and degrees come from Neo4j's
+        own degree store, samples and the schema are made when first needed."""
+        return None
+
     def write(self, quads: Iterable[ox.Quad]) -> None:
         self._pending.extend(quads)
         if len(self._pending) >= 8 * WRITE_BATCH:  # stream formats: write as we go

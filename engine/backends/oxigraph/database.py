@@ -81,10 +81,16 @@ class Database:
         self.index = NameIndex(path / "index.sqlite" if path is not None else None, read_only=self.read_only)
         # the summaries have a connection of their own: a load's names wait
         # uncommitted on the index's connection until its next checkpoint. A
-        # read-only view keeps the summaries it makes in memory.
-        summary_db = sqlite3.connect(str(path / "index.sqlite") if path is not None and not self.read_only
-                                     else ":memory:", check_same_thread=False, timeout=60)
-        self.summaries = Summaries(summary_db)
+        # read-only view reads the store's summaries and keeps what it makes
+        # in memory.
+        if path is None:
+            summary_db = sqlite3.connect(":memory:", check_same_thread=False)
+        elif self.read_only:
+            summary_db = sqlite3.connect(f"{(path / 'index.sqlite').resolve().as_uri()}?mode=ro", uri=True,
+                                         check_same_thread=False, timeout=60)
+        else:
+            summary_db = sqlite3.connect(str(path / "index.sqlite"), check_same_thread=False, timeout=60)
+        self.summaries = Summaries(summary_db, persist=not self.read_only)
         self._name_predicates: tuple[str, ...] | None = None
         self.generation = 0  # one more after each load: what was asked of the KG once is asked again
 

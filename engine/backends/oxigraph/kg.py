@@ -3,15 +3,17 @@
 Every read at question time is bounded, whatever the hubs (see
 ``summaries.py``):
 
-- relations: each entity's edges are read up to ``HUB_EDGES`` per
-  direction; an entity past that is a hub, whose relations and degrees
-  come from its summary (made by one native count the first time);
+- relations: a hub's relations and degrees come from its summary, built by
+  the load; every other entity has at most ``HUB_EDGES`` edges per
+  direction, which are read (a store whose summaries are missing or out of
+  date builds them once, first);
 - expand: each pair's neighbours are read up to the candidate window,
   without names; a pair past it is crowded, and its neighbours come from
-  its kept sample (made by one read the first time); names are then asked
-  for the candidates in the window only;
+  its kept sample (sorted by the store inside the query the first time,
+  then kept); names are then asked for the candidates in the window only;
 - the schema of the offline judge's look-ahead: a bounded sample of each
-  relation's tails, the relations around them, kept per relation.
+  relation's tails (read from its first edges), the relations around
+  them, made in batches when first needed and kept per relation.
 
 Every statement lives in ``sparql/*.rq``; terms enter query text only
 through :func:`engine.queries.sparql_term` / ``sparql_values``.
@@ -20,6 +22,9 @@ through :func:`engine.queries.sparql_term` / ``sparql_values``.
 from __future__ import annotations
 
 import heapq
+import logging
+import sys
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -38,7 +43,7 @@ from engine.backends.common import (
     select_candidates,
 )
 from engine.backends.oxigraph.database import Database
-from engine.backends.oxigraph.summaries import HUB_EDGES, SAMPLE_KEEP, Key
+from engine.backends.oxigraph.summaries import HUB_EDGES, SAMPLE_KEEP, Key, build
 from engine.backends.sparql_reads import SparqlReads, node_id, values
 from engine.graph import (
     CANDIDATE_WINDOW,
@@ -56,7 +61,9 @@ from engine.queries import render, sparql, sparql_term
 
 UNION_BATCH = 64  # branches per bounded query
 SCHEMA_TAILS = 16  # tails sampled per relation for the schema
+SCHEMA_READ = 256  # edges of a relation read to find them
 SCHEMA_EDGES = 32  # edges per direction of each sampled tail that show what follows
+log = logging.getLogger("tog")
 
 
 def _term(node: str) -> str:
@@ -72,6 +79,8 @@ class OxigraphKG(SparqlReads):
         self.summaries = db.summaries
         self.schema = SampledSchema(self)
         self.made = {"hubs": 0, "crowded_pairs": 0}  # summaries this process had to make
+        self._checked: object = None  # the generation whose hub summaries were found fresh (or built)
+        self._checking = threading.Lock()
 
     @property
     def name_predicates(self) -> tuple[str, ...]:
@@ -97,34 +106,80 @@ class OxigraphKG(SparqlReads):
 
     def degrees(self, iris: Sequence[str], *, sample: int | None = None
                 ) -> dict[tuple[str, Direction], dict[str, int]]:
-        """{(entity, direction): {relation: degree}}: hubs from their summaries
-        (made now, once, for a hub met for the first time), the others from
-        at most HUB_EDGES + 1 of their edges per direction. With ``sample``,
-        what the first ``sample`` edges per direction show of an entity that
-        is not a summarised hub (a sample: nothing is summarised)."""
+        """{(entity, direction): {relation: degree}}: hubs from their summaries,
+        the others from their edges (at most HUB_EDGES per direction: more
+        is a hub the summaries lack, summarised now). With ``sample``, what
+        the first ``sample`` edges per direction show of an entity that is
+        not a summarised hub (a sample: nothing is summarised)."""
+        self.ready()
         with self.meter.timing(lookups=0):  # a local table, not a round trip
             hubs = self.summaries.hubs(iris)
         out: dict[tuple[str, Direction], dict[str, int]] = {k: v for k, v in hubs.items()}  # type: ignore[misc]
         todo: list[tuple[str, Direction]] = [(e, d) for e in iris for d in ("out", "in") if (e, d) not in hubs]
-        for part in chunks(todo, UNION_BATCH):
+        for key, got in self._bounded(todo, sample or HUB_EDGES + 1).items():
+            if sample is None and sum(got.values()) > HUB_EDGES:
+                got = self._summarise(*key)
+                self.made["hubs"] += 1
+            out[key] = got
+        return out
+
+    def _bounded(self, keys: Sequence[tuple[str, Direction]], limit: int
+                 ) -> dict[tuple[str, Direction], dict[str, int]]:
+        """The relations and degrees that at most ``limit`` edges of each
+        (entity, direction) show, a batch of UNION branches per query."""
+        out: dict[tuple[str, Direction], dict[str, int]] = {}
+        for part in chunks(keys, UNION_BATCH):
             branches = "\n  UNION\n  ".join(
-                render(f"relations_bounded_{d}", e=_term(e), limit=sample or HUB_EDGES + 1, k=k).strip()
+                render(f"relations_bounded_{d}", e=_term(e), limit=limit, k=k).strip()
                 for k, (e, d) in enumerate(part))
             found: dict[int, dict[str, int]] = defaultdict(dict)
             for row in self._select(render("relations_bounded", branches=branches)):
                 found[int(row["k"].value)][row["p"].value] = int(row["n"].value)
             for k, key in enumerate(part):
-                got = found.get(k, {})
-                out[key] = self._summarise(*key) if sample is None and sum(got.values()) > HUB_EDGES else got
+                out[key] = found.get(k, {})
         return out
 
     def _summarise(self, entity: str, direction: Direction) -> dict[str, int]:
-        """A hub's relations and degrees, by one native count over its edges; kept."""
+        """A hub the summaries lack (a store whose summaries are out of date,
+        or an entity a correction made a hub): its relations and degrees, by
+        one native count over its edges; kept."""
         rows = self._select(render(f"degrees_{direction}", e=_term(entity)))
         degrees = {r["p"].value: int(r["n"].value) for r in rows}
         self.summaries.set_hub(entity, direction, degrees)
-        self.made["hubs"] += 1
         return degrees
+
+    def ready(self) -> None:
+        """Make sure the hub summaries say what the KG holds, once per load
+        generation: a store made by an older tog, or one a load did not
+        finish, builds them now (a progress bar on a terminal). A read-only
+        view cannot: it summarises the hubs it meets, in memory, and says so."""
+        generation = self.db.generation
+        if self._checked == generation:
+            return
+        with self._checking:  # questions answered in parallel wait for one build
+            if self._checked != generation:
+                self._ready()
+                self._checked = generation
+
+    def _ready(self) -> None:
+        summaries = self.summaries
+        if not summaries.fresh():
+            summaries.reread()  # another process (a load) may have finished meanwhile
+        if not summaries.fresh():
+            state = summaries.state()["state"]
+            why = "a load into it did not finish" if state == "stale" else "it was made by an older tog"
+            if self.db.read_only:
+                log.info(f"note: the hub summaries of {self.db.name} are out of date ({why}); until a process "
+                         "that may write the store builds them, this one reads each hub it meets once")
+            elif self._empty():
+                build(self.db, how="on first use")
+            else:
+                log.info(f"building the hub summaries of {self.db.name} once ({why}) ...")
+                state_now = build(self.db, how="on first use", progress=sys.stderr.isatty())
+                log.info(f"hub summaries: {sum(state_now['hubs'].values()):,} hubs in {state_now['seconds']:.1f} s")
+
+    def _empty(self) -> bool:
+        return next(iter(self.db.store.quads_for_pattern(None, None, None, ox.DefaultGraph())), None) is None
 
     # -- expand ------------------------------------------------------------------
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
@@ -249,9 +304,7 @@ class OxigraphKG(SparqlReads):
         return {"triples": int(triples), "names": self.db.index.count(),
                 "hubs summarised": made["hubs"], "crowded pairs sampled": made["crowded_pairs"],
                 "relations with a look-ahead schema": made["schema_relations"],
-                "summaries": f"made when first needed (hubs: more than {HUB_EDGES} edges in a direction; "
-                             f"samples: the first {SAMPLE_KEEP} neighbours in sample order; schema: "
-                             f"{SCHEMA_TAILS} tails per relation), kept until the next load"}
+                "summaries": summary_text(self.summaries.state())}
 
     def pair_degree(self, entity: str, relation: str, direction: str) -> int:
         rows = self._select(render(f"degree_{direction}", e=_term(entity), p=_term(relation)))
@@ -271,6 +324,8 @@ class OxigraphKG(SparqlReads):
                 if summaries.is_hub(entity, direction):
                     n = self.pair_degree(entity, r, direction)
                     summaries.set_degree(entity, direction, r, n)
+                elif sum(self._bounded([(entity, direction)], HUB_EDGES + 1)[(entity, direction)].values()) > HUB_EDGES:
+                    self._summarise(entity, direction)  # the correction made it a hub
                 key = (entity, r, direction)
                 kept = summaries.samples([key]).get(key)
                 if kept is None:
@@ -296,10 +351,30 @@ class OxigraphKG(SparqlReads):
                     None) is not None
 
 
+def summary_text(state: dict) -> str:
+    """What ``tog info`` says of how the summaries were made."""
+    rest = (f"crowded pairs: the first {SAMPLE_KEEP} neighbours in sample order, sorted by the store when "
+            f"first expanded, then kept; look-ahead schema: {SCHEMA_TAILS} tails per relation from its first "
+            f"{SCHEMA_READ} edges, made when first needed, then kept")
+    if state.get("state") == "missing":
+        return f"hubs: none built yet (built on the next question); {rest}"
+    built = (f"hubs (more than {state.get('threshold', HUB_EDGES):,} edges in a direction): "
+             f"{state.get('hubs', {}).get('out', 0):,} out, {state.get('hubs', {}).get('in', 0):,} in, "
+             f"{state.get('edges', 0):,} edges, built {state.get('how', '?')} {state.get('built', '?')} in "
+             f"{state.get('seconds', 0):.1f} s")
+    if state.get("state") == "stale":
+        built = f"hubs: out of date ({state.get('why', 'a load started')}; rebuilt at the load's end or on the " \
+                f"next question); before that, {built}"
+    return f"{built}; {rest}"
+
+
 class SampledSchema:
     """Which relations follow which: the relations around a bounded sample
-    of the nodes a relation leads to (``schema_tails.rq``), asked for a
-    whole batch of relations at once and kept per relation."""
+    of the nodes a relation leads to (``schema_tails.rq``: at most
+    SCHEMA_TAILS of them among its first SCHEMA_READ edges; SCHEMA_EDGES
+    edges of each), asked for a whole batch of relations at once (a query
+    per UNION_BATCH relations, one for the tails' relations) and kept per
+    relation."""
 
     def __init__(self, kg: OxigraphKG) -> None:
         self.kg = kg
@@ -314,7 +389,7 @@ class SampledSchema:
         made: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for part in chunks(todo, UNION_BATCH):
             branches = "\n  UNION\n  ".join(
-                render(f"schema_tails_{d}", p=_term(r), limit=SCHEMA_TAILS, k=k).strip()
+                render(f"schema_tails_{d}", p=_term(r), read=SCHEMA_READ, limit=SCHEMA_TAILS, k=k).strip()
                 for k, (r, d) in enumerate(part))
             tails: dict[int, list[str]] = defaultdict(list)
             for row in kg._select(render("schema_tails", branches=branches)):

@@ -38,7 +38,10 @@ class OxigraphSink:
         return LoadCheckpoint.from_dict(self.db.index.checkpoint(source))
 
     def begin(self) -> None:
-        self.db.summaries.clear()  # the load may add edges anywhere: summaries are remade as needed
+        # the load may add edges anywhere: the hub summaries are out of date until
+        # its build (``summarise``), samples and the schema are made again as needed
+        self.db.summaries.mark_stale("a load started")
+        self.db.summaries.clear()
         self.db.index.begin_bulk()
 
     def write(self, quads: Iterable[ox.Quad]) -> None:
@@ -70,6 +73,15 @@ class OxigraphSink:
         self.db.index.end_bulk(True)
         self.db.generation += 1
         self.db.summaries.clear()  # also what questions asked of a half-loaded store made
+
+    def summarise(self, progress: bool = False) -> dict | None:
+        """Build the hub summaries when a load left them out of date (or a
+        store made by an older tog never had them); None when they are fresh."""
+        from engine.backends.oxigraph.summaries import build
+
+        if self.db.summaries.fresh():
+            return None
+        return build(self.db, how="at load", progress=progress)
 
 
 class OxigraphNativeLoader:

@@ -1,22 +1,26 @@
 """What the embedded store keeps about its hubs, so that no question reads
-all of a hub's edges more than once in the store's life.
+all of a hub's edges.
 
 - ``hubs`` / ``hub_relations``: for an entity with more than ``HUB_EDGES``
   edges in one direction, the relations it has in that direction and
-  their exact degrees (QLever's "patterns", with counts);
+  their exact degrees (QLever's "patterns", with counts). Built by every
+  load once it is complete (:func:`build`: two native passes over the KG
+  per direction, both directions at once), kept exact by corrections;
 - ``pair_samples``: for an (entity, relation, direction) with more
   neighbours than a search looks at, its degree and its first
   ``SAMPLE_KEEP`` neighbours in the sample order every backend uses
-  (``backends.common.sample_key``);
+  (``backends.common.sample_key``), sorted by the store inside the query
+  the first time the pair is expanded, and kept;
 - ``schema_follows``: which relations follow a relation (the offline
-  judge's look-ahead), from a bounded sample of its tails.
+  judge's look-ahead), from a bounded sample of its tails, made in batches
+  when first needed, and kept.
 
-They live in ``index.sqlite`` beside the name index. Each is made the
-first time it is needed (or by the load, for the hubs it finds) and kept;
-a load clears them all (it may have added edges anywhere), and a
-correction updates the entries of the pairs it touches before it is
-marked done (the updates are idempotent, so finishing an interrupted
-correction finishes them too).
+They live in ``index.sqlite`` beside the name index, with their state in
+``summary_state``: ``fresh`` once a load's build has run, ``stale`` from
+the moment a load starts writing until its build (a killed load leaves it
+stale; the resumed load's end builds again). A correction updates the
+entries of the pairs it touches before it is marked done (the updates are
+idempotent, so finishing an interrupted correction finishes them too).
 """
 
 from __future__ import annotations
@@ -24,7 +28,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.backends.oxigraph.database import Database
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS hubs (entity TEXT NOT NULL, direction TEXT NOT NULL, edges INTEGER NOT NULL,
@@ -35,11 +44,12 @@ CREATE TABLE IF NOT EXISTS pair_samples (entity TEXT NOT NULL, relation TEXT NOT
     degree INTEGER NOT NULL, sample TEXT NOT NULL, PRIMARY KEY (entity, relation, direction)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS schema_follows (relation TEXT NOT NULL, direction TEXT NOT NULL, follows TEXT NOT NULL,
     PRIMARY KEY (relation, direction)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS summary_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 HUB_EDGES = 1000    # more edges than this in one direction: a hub, summarised
 SAMPLE_KEEP = 4096  # neighbours kept per crowded pair, in sample order
 Key = tuple[str, str, str]  # (entity, relation, direction)
-
+Directions = ("out", "in")
 
 MEMORY_MAX = 200_000  # entries each in-memory view holds before it starts over
 
@@ -48,26 +58,76 @@ class Summaries:
     """The summary tables, on a SQLite connection of their own (a lock keeps
     threads of ``tog eval --concurrency`` apart), with an in-memory view of
     what was read or written: every change goes through this object, which
-    the roles of one store share, so the view stays exact."""
+    the roles of one store share, so the view stays exact. ``persist``
+    false (a read-only view beside the process that writes the store): the
+    tables are read, and what this process makes is kept in memory only."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, *, persist: bool = True) -> None:
         self.db = db
+        self.persist = persist
         self.lock = threading.Lock()
         self._hubs: dict[tuple[str, str], dict[str, int] | None] = {}  # None: not a summarised hub
         self._samples: dict[Key, tuple[int, list[str]] | None] = {}
         self._follows: dict[tuple[str, str], list[tuple[str, str]]] = {}
-        with self.lock:
-            db.executescript(SCHEMA)
-            db.commit()
+        self._state: dict | None = None
+        if persist:
+            with self.lock:
+                db.executescript(SCHEMA)
+                db.commit()
+
+    def _tables(self) -> bool:
+        """Whether the tables exist (a read-only view of a store made before them has none)."""
+        if self.persist:
+            return True
+        row = self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'summary_state'").fetchone()
+        return row is not None
 
     def _forget(self) -> None:
         self._hubs.clear()
         self._samples.clear()
         self._follows.clear()
+        self._state = None
 
     def _room(self, view: dict) -> None:
         if len(view) > MEMORY_MAX:
             view.clear()
+
+    def _write(self, statements: Iterable[tuple[str, Sequence | Iterable[Sequence]]], many: bool = False) -> None:
+        if not self.persist:
+            return
+        for sql, args in statements:
+            if many:
+                self.db.executemany(sql, args)
+            else:
+                self.db.execute(sql, args)  # type: ignore[arg-type]
+        self.db.commit()
+
+    # -- the state ----------------------------------------------------------------
+    def state(self) -> dict:
+        """How the hub summaries stand: ``{"state": "fresh" | "stale" |
+        "missing", ...}`` with, once built, when and how (``built``, ``how``,
+        ``seconds``, ``hubs``, ``edges``)."""
+        with self.lock:
+            if self._state is None:
+                row = self.db.execute("SELECT value FROM summary_state WHERE key = 'hubs'").fetchone() \
+                    if self._tables() else None
+                self._state = json.loads(row[0]) if row else {"state": "missing"}
+            return dict(self._state)
+
+    def fresh(self) -> bool:
+        return self.state().get("state") == "fresh"
+
+    def mark_stale(self, why: str) -> None:
+        """A load starts writing: the summaries no longer say what the KG holds."""
+        state = {**self.state(), "state": "stale", "why": why}
+        with self.lock:
+            self._write([("INSERT OR REPLACE INTO summary_state VALUES ('hubs', ?)", (json.dumps(state),))])
+            self._state = state
+
+    def reread(self) -> None:
+        """Forget the in-memory view (another process may have changed the tables)."""
+        with self.lock:
+            self._forget()
 
     # -- hubs -------------------------------------------------------------------
     def hubs(self, entities: Sequence[str]) -> dict[tuple[str, str], dict[str, int]]:
@@ -77,10 +137,13 @@ class Summaries:
             view = self._hubs
             todo = [e for e in dict.fromkeys(entities) if (e, "out") not in view]
             self._room(view)
+            tables = self._tables() if todo else False
             for part in _parts(todo):
                 marks = ",".join("?" * len(part))
                 for e in part:
                     view[(e, "out")] = view[(e, "in")] = None
+                if not tables:
+                    continue
                 for e, d in self.db.execute(f"SELECT entity, direction FROM hubs WHERE entity IN ({marks})", part):
                     view[(e, d)] = {}
                 for e, d, r, n in self.db.execute(
@@ -90,7 +153,7 @@ class Summaries:
                     if found is not None:
                         found[r] = n
             for e in entities:
-                for d in ("out", "in"):
+                for d in Directions:
                     got = view.get((e, d))
                     if got is not None:
                         out[(e, d)] = got
@@ -98,13 +161,18 @@ class Summaries:
 
     def set_hub(self, entity: str, direction: str, degrees: dict[str, int]) -> None:
         with self.lock:
-            self.db.execute("DELETE FROM hub_relations WHERE entity = ? AND direction = ?", (entity, direction))
-            self.db.executemany("INSERT INTO hub_relations VALUES (?, ?, ?, ?)",
-                                [(entity, direction, r, n) for r, n in degrees.items() if n > 0])
-            self.db.execute("INSERT OR REPLACE INTO hubs VALUES (?, ?, ?)", (entity, direction, sum(degrees.values())))
-            self.db.commit()
-            self._hubs.pop((entity, "out"), None)
-            self._hubs.pop((entity, "in"), None)
+            self._write([
+                ("DELETE FROM hub_relations WHERE entity = ? AND direction = ?", (entity, direction)),
+                ("INSERT OR REPLACE INTO hubs VALUES (?, ?, ?)", (entity, direction, sum(degrees.values())))])
+            self._write([("INSERT INTO hub_relations VALUES (?, ?, ?, ?)",
+                          [(entity, direction, r, n) for r, n in degrees.items() if n > 0])], many=True)
+            if self.persist:
+                self._hubs.pop((entity, "out"), None)
+                self._hubs.pop((entity, "in"), None)
+            else:  # kept in the view only: fill the entity's both directions
+                other = "in" if direction == "out" else "out"
+                self._hubs.setdefault((entity, other), None)
+                self._hubs[(entity, direction)] = {r: n for r, n in degrees.items() if n > 0}
 
     def is_hub(self, entity: str, direction: str) -> bool:
         return (entity, direction) in self.hubs([entity])
@@ -112,18 +180,46 @@ class Summaries:
     def set_degree(self, entity: str, direction: str, relation: str, degree: int) -> None:
         """A summarised hub's degree for one relation (0 drops it)."""
         with self.lock:
+            change: tuple[str, tuple]
             if degree > 0:
-                self.db.execute("INSERT OR REPLACE INTO hub_relations VALUES (?, ?, ?, ?)",
-                                (entity, direction, relation, degree))
+                change = ("INSERT OR REPLACE INTO hub_relations VALUES (?, ?, ?, ?)",
+                          (entity, direction, relation, degree))
             else:
-                self.db.execute("DELETE FROM hub_relations WHERE entity = ? AND direction = ? AND relation = ?",
-                                (entity, direction, relation))
-            self.db.execute("UPDATE hubs SET edges = (SELECT COALESCE(SUM(degree), 0) FROM hub_relations "
-                            "WHERE entity = ? AND direction = ?) WHERE entity = ? AND direction = ?",
-                            (entity, direction, entity, direction))
-            self.db.commit()
-            self._hubs.pop((entity, "out"), None)
-            self._hubs.pop((entity, "in"), None)
+                change = ("DELETE FROM hub_relations WHERE entity = ? AND direction = ? AND relation = ?",
+                          (entity, direction, relation))
+            self._write([change, ("UPDATE hubs SET edges = (SELECT COALESCE(SUM(degree), 0) FROM hub_relations "
+                                  "WHERE entity = ? AND direction = ?) WHERE entity = ? AND direction = ?",
+                                  (entity, direction, entity, direction))])
+            found = self._hubs.get((entity, direction))
+            if not self.persist and found is not None:
+                if degree > 0:
+                    found[relation] = degree
+                else:
+                    found.pop(relation, None)
+            elif self.persist:
+                self._hubs.pop((entity, "out"), None)
+                self._hubs.pop((entity, "in"), None)
+
+    def replace_hubs(self, found: dict[tuple[str, str], dict[str, int]], state: dict) -> None:
+        """A build's result: every hub's summary, replacing what was kept, and
+        the state that says how it was made (one transaction)."""
+        with self.lock:
+            if self.persist:
+                db = self.db
+                db.execute("DELETE FROM hubs")
+                db.execute("DELETE FROM hub_relations")
+                db.executemany("INSERT INTO hubs VALUES (?, ?, ?)",
+                               [(e, d, sum(rels.values())) for (e, d), rels in found.items()])
+                db.executemany("INSERT INTO hub_relations VALUES (?, ?, ?, ?)",
+                               [(e, d, r, n) for (e, d), rels in found.items() for r, n in rels.items()])
+                db.execute("INSERT OR REPLACE INTO summary_state VALUES ('hubs', ?)", (json.dumps(state),))
+                db.commit()
+                self._forget()
+            else:
+                self._forget()
+                for (e, d), rels in found.items():
+                    self._hubs[(e, d)] = dict(rels)
+            self._state = dict(state)
 
     # -- crowded pairs ----------------------------------------------------------
     def samples(self, keys: Iterable[Key]) -> dict[Key, tuple[int, list[str]]]:
@@ -132,10 +228,12 @@ class Summaries:
         with self.lock:
             view = self._samples
             self._room(view)
+            tables = None
             for key in dict.fromkeys(keys):
                 if key not in view:
+                    tables = self._tables() if tables is None else tables
                     row = self.db.execute("SELECT degree, sample FROM pair_samples WHERE entity = ? AND relation = ? "
-                                          "AND direction = ?", key).fetchone()
+                                          "AND direction = ?", key).fetchone() if tables else None
                     view[key] = (row[0], json.loads(row[1])) if row is not None else None
                 got = view[key]
                 if got is not None:
@@ -144,16 +242,9 @@ class Summaries:
 
     def set_sample(self, key: Key, degree: int, sample: Sequence[str]) -> None:
         with self.lock:
-            self.db.execute("INSERT OR REPLACE INTO pair_samples VALUES (?, ?, ?, ?, ?)",
-                            (*key, degree, json.dumps(list(sample))))
-            self.db.commit()
+            self._write([("INSERT OR REPLACE INTO pair_samples VALUES (?, ?, ?, ?, ?)",
+                          (*key, degree, json.dumps(list(sample))))])
             self._samples[key] = (degree, list(sample))
-
-    def drop_sample(self, key: Key) -> None:
-        with self.lock:
-            self.db.execute("DELETE FROM pair_samples WHERE entity = ? AND relation = ? AND direction = ?", key)
-            self.db.commit()
-            self._samples[key] = None
 
     # -- the look-ahead's schema --------------------------------------------------
     def follows(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[tuple[str, str]]]:
@@ -161,10 +252,12 @@ class Summaries:
         with self.lock:
             view = self._follows
             self._room(view)
+            tables = None
             for r, d in dict.fromkeys(keys):
                 if (r, d) not in view:
+                    tables = self._tables() if tables is None else tables
                     row = self.db.execute("SELECT follows FROM schema_follows WHERE relation = ? AND direction = ?",
-                                          (r, d)).fetchone()
+                                          (r, d)).fetchone() if tables else None
                     if row is None:
                         continue
                     view[(r, d)] = [(x[0], x[1]) for x in json.loads(row[0])]
@@ -173,22 +266,23 @@ class Summaries:
 
     def set_follows(self, found: dict[tuple[str, str], list[tuple[str, str]]]) -> None:
         with self.lock:
-            self.db.executemany("INSERT OR REPLACE INTO schema_follows VALUES (?, ?, ?)",
-                                [(r, d, json.dumps(v)) for (r, d), v in found.items()])
-            self.db.commit()
+            self._write([("INSERT OR REPLACE INTO schema_follows VALUES (?, ?, ?)",
+                          [(r, d, json.dumps(v)) for (r, d), v in found.items()])], many=True)
             self._follows.update(found)
 
     # -- the whole -------------------------------------------------------------------
     def clear(self) -> None:
-        """Forget everything (a load changed the KG); remade as questions need it."""
+        """Forget every sample and the schema (a load may change any pair);
+        the hub summaries stay until the load's build replaces them, marked
+        stale meanwhile (``mark_stale``)."""
         with self.lock:
-            for table in ("hubs", "hub_relations", "pair_samples", "schema_follows"):
-                self.db.execute(f"DELETE FROM {table}")  # noqa: S608 (fixed names)
-            self.db.commit()
+            self._write([(f"DELETE FROM {table}", ()) for table in ("pair_samples", "schema_follows")])  # noqa: S608
             self._forget()
 
     def counts(self) -> dict[str, int]:
         with self.lock:
+            if not self._tables():
+                return {"hubs": 0, "crowded_pairs": 0, "schema_relations": 0}
             return {
                 "hubs": self.db.execute("SELECT COUNT(*) FROM hubs").fetchone()[0],
                 "crowded_pairs": self.db.execute("SELECT COUNT(*) FROM pair_samples").fetchone()[0],
@@ -199,3 +293,61 @@ class Summaries:
 def _parts(items: list[str], size: int = 500) -> Iterable[list[str]]:
     for i in range(0, len(items), size):
         yield items[i:i + size]
+
+
+def build(db: Database, *, how: str = "at load", progress: bool = False) -> dict:
+    """Summarise every hub of the KG: first the entities with more than
+    ``HUB_EDGES`` edges in a direction, counted by the store in one pass
+    per direction, then each hub's relations and their degrees (one
+    native count over its edges). pyoxigraph lets go of the interpreter
+    while it evaluates, so the work is shared by a thread per direction.
+    What was kept is replaced in one transaction, and the state says when
+    and ``how`` (``at load``, ``on first use``). Returns that state."""
+    from engine.queries import render, sparql_term
+
+    import pyoxigraph as ox
+
+    started = time.perf_counter()
+    found: dict[tuple[str, str], dict[str, int]] = {}
+    failures: list[BaseException] = []
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        # a pass over the KG per direction, then a count per hub
+        bar = tqdm(total=2, unit="query", desc="summarising hubs", dynamic_ncols=True, leave=False)
+    ticks = threading.Lock()
+
+    def tick(more: int = 0) -> None:
+        if bar is not None:
+            with ticks:
+                bar.total += more
+                bar.update(1)
+
+    def run(direction: str) -> None:
+        try:
+            hubs = [row["e"].value for row in db.query(render(f"hubs_{direction}", limit=HUB_EDGES))]
+            tick(len(hubs))
+            for hub in hubs:
+                rows = db.query(render(f"degrees_{direction}", e=sparql_term(ox.NamedNode(hub))))
+                found[(hub, direction)] = {row["p"].value: int(row["n"].value) for row in rows}
+                tick()
+        except BaseException as e:  # handed to the caller below
+            failures.append(e)
+
+    workers = [threading.Thread(target=run, args=(d,), name=f"tog-hubs-{d}", daemon=True) for d in Directions]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    if bar is not None:
+        bar.close()
+    if failures:
+        raise failures[0]
+    from engine.graph import utc_now
+
+    state = {"state": "fresh", "built": utc_now(), "how": how, "seconds": round(time.perf_counter() - started, 2),
+             "hubs": {d: sum(1 for (_, dd) in found if dd == d) for d in Directions},
+             "edges": sum(sum(rels.values()) for rels in found.values()), "threshold": HUB_EDGES}
+    db.summaries.replace_hubs(found, state)
+    return state
