@@ -112,7 +112,8 @@ class OfflineReasoner:
             after = schema(lasts)
             for p in paths:
                 if p.hops:
-                    first[p.id] += [r for r in after.get(p.relations()[-1], ()) if r not in first[p.id]]
+                    listed = set(first[p.id])
+                    first[p.id] += [r for r in after.get(p.relations()[-1], ()) if r not in listed]
         follows: dict[Relation, Sequence[Relation]] = {}
         if schema is not None and remaining > 1:
             # what each step of the look-ahead may take next, a whole step at a time

@@ -31,6 +31,7 @@ IRREGULAR = {
 }
 
 
+@lru_cache(maxsize=1 << 16)  # the same words come back in every candidate's text
 def stem(word: str) -> str:
     """A small, predictable suffix stemmer (plurals, -ed, -ing, -er, -ly).
 

@@ -77,7 +77,7 @@ class Spy:
     def full_reads(self) -> int:
         """Queries that read a whole hub or pair (natively) to summarise it."""
         return sum(1 for text, _ in self.calls if "GROUP BY ?p\n" in text + "\n" and "?k" not in text
-                   or "ORDER BY (SHA1" in text)
+                   or "ORDER BY ?h" in text)
 
     def unbounded(self, entity: str) -> list[str]:
         """Queries that read ``entity``'s edges with no LIMIT (what a hub must never get)."""
