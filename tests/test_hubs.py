@@ -366,6 +366,15 @@ def test_neo4j_answers_the_same_from_bounded_reads(neo4j_store, loaded_hub, tmp_
     revert(store, c.id)
     assert [(x.node.id, x.node.name) for x in kg.expand([(iri("hub"), LINKS)], limit=100)] == _expected(100)
     assert kg.made["crowded_pairs"] == 2 and max(n for _, n in rows) <= SAMPLE_KEEP
+    # the look-ahead over `likes` (60,000 edges, all to the hub) reads its first edges only
+    from engine.backends.neo4j.kg import SCHEMA_READ, SCHEMA_TAILS
+    from engine.queries import cypher
+
+    assert "LIMIT $read" in cypher("schema_tails") and SCHEMA_READ < IN
+    rows.clear()
+    follows = kg.schema.after([Relation(LIKES.id, "out")])[Relation(LIKES.id, "out")]
+    assert set(follows) == {LINKS, BORN, LIKES}
+    assert [n for name, n in rows if name == "schema_tails"] == [1] and SCHEMA_TAILS > 1
 
 
 @pytest.mark.neo4j
