@@ -123,7 +123,7 @@ def test_a_hubs_relations_come_from_the_summary_its_load_built(hub_store, monkey
     assert kg.made["hubs"] == 0 and hub_store.kg.summaries.counts()["hubs"] == 2
 
 
-def test_a_store_made_before_summaries_builds_them_once_on_first_use(loaded_hub, tmp_path, monkeypatch, caplog):
+def test_a_store_made_before_summaries_builds_them_once_on_first_use(loaded_hub, tmp_path, monkeypatch, caplog, tog):
     """An older tog kept no hub summaries: the first question builds them
     (saying so), the next process finds them; a read-only view beside a
     writer cannot build them and reads each hub it meets once, in memory."""
@@ -162,6 +162,15 @@ def test_a_store_made_before_summaries_builds_them_once_on_first_use(loaded_hub,
         store.kg.relations([iri("hub")])
     assert caplog.text == "" and spy.calls == [] or all(f"<{iri('hub')}>" not in t for t, _ in spy.calls)
     store.close()
+    # the command line says so on stderr, in one line, and answers
+    shutil.copytree(loaded_hub, tmp_path / "old-cli")
+    db = sqlite3.connect(tmp_path / "old-cli" / "index.sqlite")
+    db.execute("DROP TABLE summary_state")
+    db.commit()
+    db.close()
+    asked = tog("ask", "where was [The Hub] born", "--store", tmp_path / "old-cli", "--no-record")
+    assert asked.exit_code == 0 and "Hub City" in asked.stdout, asked.output
+    assert "building the hub summaries of" in asked.stderr and "made by an older tog" in asked.stderr
 
 
 def test_expanding_a_crowded_pair_reads_only_its_sample(hub_store, monkeypatch):

@@ -303,9 +303,10 @@ def build(db: Database, *, how: str = "at load", progress: bool = False) -> dict
     while it evaluates, so the work is shared by a thread per direction.
     What was kept is replaced in one transaction, and the state says when
     and ``how`` (``at load``, ``on first use``). Returns that state."""
-    from engine.queries import render, sparql_term
-
     import pyoxigraph as ox
+
+    from engine.graph import utc_now
+    from engine.queries import render, sparql_term
 
     started = time.perf_counter()
     found: dict[tuple[str, str], dict[str, int]] = {}
@@ -344,8 +345,6 @@ def build(db: Database, *, how: str = "at load", progress: bool = False) -> dict
         bar.close()
     if failures:
         raise failures[0]
-    from engine.graph import utc_now
-
     state = {"state": "fresh", "built": utc_now(), "how": how, "seconds": round(time.perf_counter() - started, 2),
              "hubs": {d: sum(1 for (_, dd) in found if dd == d) for d in Directions},
              "edges": sum(sum(rels.values()) for rels in found.values()), "threshold": HUB_EDGES}
