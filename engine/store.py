@@ -135,6 +135,12 @@ class NativeLoader(Protocol):
         (called from the loader's naming thread, before the commit)."""
         ...
 
+    def seen(self, data: bytes) -> None:
+        """N-Triples text (whole lines) that the loader hands over, or is about
+        to, through ``load_stream`` or ``load_path``: the engine may look at what
+        it writes (the embedded store samples it to find its hubs)."""
+        ...
+
 
 @runtime_checkable
 class BulkSink(Protocol):

@@ -247,6 +247,7 @@ class _Feed:
         self.stopped = False  # past max_errors: the loader gets no more blocks, and the segment ends here
         self.queue_names = job.names  # names go to the index (committed with the checkpoint)
         self.names_done = native.names_done  # builds the name index once the file's names are queued
+        self.seen = native.seen
         self.names = 0
         # Name lines found while the loader reads are read and indexed once
         # it has everything (in a thread, while it sorts and writes: on two
@@ -305,6 +306,7 @@ class _Feed:
             count = data.count(b"\n")
             self.statements += _statements_in(data, count)
             data = skolemise(data, self.sid)
+            self.seen(data)
             found = self.scanner.lines(data)
             if found:
                 blob = b"\n".join(found)  # one object per block keeps the stash small
@@ -320,6 +322,7 @@ class _Feed:
             count = len(lines)
             assert self.convert is not None  # a delimited file
             data, names, triples_, bad = self.convert(lines, self.first_line + self.lines)
+            self.seen(data)
             self.names += self.queue_names(names)
             self.bad.extend(bad)
             # past the limit: this block is the segment's last (committed, then the load stops)
@@ -493,6 +496,7 @@ def _load_by_path(job: _Job, native: NativeLoader) -> bool:
                     data = reader.next_block(4 << 20)
                     if not data:
                         break
+                    native.seen(data)
                     count = data.count(b"\n")
                     found["lines"] += count
                     found["statements"] += _statements_in(data, count)

@@ -123,6 +123,92 @@ def test_a_hubs_relations_come_from_the_summary_its_load_built(hub_store, monkey
     assert kg.made["hubs"] == 0 and hub_store.kg.summaries.counts()["hubs"] == 2
 
 
+def _edge_lines(fmt: str) -> list[str]:
+    """Hubs at the threshold's edge, shuffled among small entities: 12 with
+    HUB_EDGES + 1 edges out, 12 with HUB_EDGES + 1 in, 6 with exactly
+    HUB_EDGES out (no hub in N-Triples; in a delimited file their names
+    make them one), 20,000 lines about others."""
+    import random
+
+    rng = random.Random(7)
+    triples = [(f"h{h}", "knows", f"x{h}.{i}") for h in range(12) for i in range(HUB_EDGES + 1)]
+    triples += [(f"y{h}.{i}", "likes", f"g{h}") for h in range(12) for i in range(HUB_EDGES + 1)]
+    triples += [(f"e{h}", "knows", f"z{i}") for h in range(6) for i in range(HUB_EDGES)]
+    triples += [(f"s{rng.randrange(4000)}", f"r{rng.randrange(30)}", f"s{rng.randrange(4000)}") for _ in range(20_000)]
+    triples += [("s1", "r1", "s2")] * 3  # a line thrice is one edge
+    rng.shuffle(triples)
+    if fmt == "tsv":
+        return ["\t".join(t) for t in triples]
+    sep = [" ", "\t"]  # N-Triples lets any blank part the terms
+    out = [f"<{iri(s)}>{sep[i % 2]}<{iri(p)}> <{iri(o)}> ." for i, (s, p, o) in enumerate(triples)]
+    out[100:100] = ["# a comment line", "", f'<{iri("h0")}> <{RDFS_LABEL}> "Hub Zero" .']
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["nt", "nt.gz", "tsv"])
+def test_a_load_into_an_empty_store_finds_every_hub_from_a_sample(tmp_path, fmt, tog):
+    """A load into an empty store samples one line in SAMPLE_RATE of what it
+    writes, on every path (a whole file, a stream, a delimited file), and
+    counts only the entities the sample names: the hubs and degrees it
+    keeps are those of counting every edge, down to entities with one edge
+    more than HUB_EDGES, and a store that was not empty counts everything."""
+    import gzip
+
+    from engine.backends.oxigraph.summaries import SAMPLE_RATE, build
+    from engine.store import open_store
+    from loaders.load import load_file
+
+    lines = _edge_lines(fmt.split(".")[0])
+    f = tmp_path / f"edge.{fmt}"
+    text = ("\n".join(lines) + "\n").encode()
+    f.write_bytes(gzip.compress(text) if fmt.endswith(".gz") else text)
+    with open_store(tmp_path / "store", create=True) as store:
+        sink = store.need_sink()
+        written = load_file(sink, f).triples
+        state = store.kg.summaries.state()
+        named = 6 if fmt == "tsv" else 0  # a delimited file names its entities: e0-e5 get one edge more
+        assert state["found"] == "sampled" and state["hubs"] == {"out": 12 + named, "in": 12}
+        taken = sink.tally.taken
+        assert abs(taken - written / SAMPLE_RATE) < 0.1 * written / SAMPLE_RATE  # one line in ten
+        assert state["candidates"] < 60  # the few entities near the edge, not every one
+        table = "SELECT entity, direction, relation, degree FROM hub_relations ORDER BY 1, 2, 3"
+        kept = store.kg.summaries.db.execute(table).fetchall()
+    info = tog("info", "--store", tmp_path / "store")
+    assert f"found among {state['candidates']} candidates from a 1-in-{SAMPLE_RATE} sample" in info.output, info.output
+    with open_store(tmp_path / "store") as store:  # the same, counted from every edge
+        counted = build(store.kg.db, how="by a test")
+        assert counted["found"] == "counted" and counted["hubs"] == state["hubs"]
+        assert counted["edges"] == state["edges"] and store.kg.summaries.db.execute(table).fetchall() == kept
+    with open_store(tmp_path / "store") as store:  # a second load: the store holds triples already
+        sink = store.need_sink()
+        more = tmp_path / "more.nt"
+        more.write_text(f"<{iri('h0')}> <{iri('knows')}> <{iri('new')}> .\n")
+        load_file(sink, more)
+        assert sink.tally is None and store.kg.summaries.state()["found"] == "counted"
+    assert "(found by counting every edge)" in tog("info", "--store", tmp_path / "store").output
+
+
+def test_the_hub_tally_stays_small_and_misses_no_hub(monkeypatch):
+    """Lossy counting: with a round of pruning every 500 sampled lines, a
+    stream of 300,000 lines about 100,000 entities keeps a few thousand
+    counts, not every entity it saw, and still names every hub."""
+    import random
+
+    from engine.backends.oxigraph import summaries
+
+    monkeypatch.setattr(summaries, "TALLY_BUCKET", 500)
+    rng = random.Random(3)
+    hubs = [f"<urn:h{h}>" for h in range(20)]
+    lines = [f"{h} <urn:p> <urn:o{i}> ." for h in hubs for i in range(HUB_EDGES + 1)]
+    lines += [f"<urn:s{rng.randrange(10**5)}> <urn:p> \"x\" ." for _ in range(280_000)]
+    rng.shuffle(lines)
+    tally = summaries.HubTally()
+    for i in range(0, len(lines), 2000):  # blocks of whole lines, as a load hands them
+        tally.lines(("\n".join(lines[i:i + 2000]) + "\n").encode())
+    assert tally.bucket > 40 and len(tally.counts["out"]) < 5_000
+    assert set(tally.candidates()["out"]) >= {h[1:-1] for h in hubs}
+
+
 def test_a_store_made_before_summaries_builds_them_once_on_first_use(loaded_hub, tmp_path, monkeypatch, caplog, tog):
     """An older tog kept no hub summaries: the first question builds them
     (saying so), the next process finds them; a read-only view beside a

@@ -141,6 +141,10 @@ class Database:
             if meter is not None:
                 meter.add(time.perf_counter() - started)
 
+    def empty(self) -> bool:
+        """Whether the KG holds no triple (read from the index's start, not counted)."""
+        return next(iter(self.store.quads_for_pattern(None, None, None, ox.DefaultGraph())), None) is None
+
     def writable(self) -> None:
         """Raise :class:`StoreBusyError` in a read-only view (before any write)."""
         if self.read_only:

@@ -43,7 +43,7 @@ from engine.backends.common import (
     select_candidates,
 )
 from engine.backends.oxigraph.database import Database
-from engine.backends.oxigraph.summaries import HUB_EDGES, SAMPLE_KEEP, Key, build
+from engine.backends.oxigraph.summaries import HUB_EDGES, SAMPLE_KEEP, SAMPLE_RATE, Key, build
 from engine.backends.sparql_reads import SparqlReads, node_id, values
 from engine.graph import (
     CANDIDATE_WINDOW,
@@ -171,15 +171,12 @@ class OxigraphKG(SparqlReads):
             if self.db.read_only:
                 log.info(f"note: the hub summaries of {self.db.name} are out of date ({why}); until a process "
                          "that may write the store builds them, this one reads each hub it meets once")
-            elif self._empty():
+            elif self.db.empty():
                 build(self.db, how="on first use")
             else:
                 log.info(f"building the hub summaries of {self.db.name} once ({why}) ...")
                 state_now = build(self.db, how="on first use", progress=sys.stderr.isatty())
                 log.info(f"hub summaries: {sum(state_now['hubs'].values()):,} hubs in {state_now['seconds']:.1f} s")
-
-    def _empty(self) -> bool:
-        return next(iter(self.db.store.quads_for_pattern(None, None, None, ox.DefaultGraph())), None) is None
 
     # -- expand ------------------------------------------------------------------
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
@@ -362,6 +359,11 @@ def summary_text(state: dict) -> str:
              f"{state.get('hubs', {}).get('out', 0):,} out, {state.get('hubs', {}).get('in', 0):,} in, "
              f"{state.get('edges', 0):,} edges, built {state.get('how', '?')} {state.get('built', '?')} in "
              f"{state.get('seconds', 0):.1f} s")
+    if state.get("found") == "sampled":
+        built += (f" (found among {state.get('candidates', 0):,} candidates from a 1-in-{SAMPLE_RATE} sample of the "
+                  f"load's lines)")
+    elif state.get("found") == "counted":
+        built += " (found by counting every edge)"
     if state.get("state") == "stale":
         built = f"hubs: out of date ({state.get('why', 'a load started')}; rebuilt at the load's end or on the " \
                 f"next question); before that, {built}"

@@ -16,6 +16,7 @@ from typing import IO, cast
 import pyoxigraph as ox
 
 from engine.backends.oxigraph.database import Database
+from engine.backends.oxigraph.summaries import HubTally
 from engine.store import ByteStream, LoadCheckpoint
 
 CHUNK_BYTES = 16 << 20  # bytes of lines per commit on the loader's careful path
@@ -29,7 +30,13 @@ class OxigraphSink:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self.native = OxigraphNativeLoader(db)
+        # Loads into an empty store sample what they write, so that the hub
+        # summaries' build counts only the entities the sample names
+        # instead of every edge; any other load (a resumed one included)
+        # leaves it None, and the build counts everything.
+        self.tally: HubTally | None = None
+        self.began = False
+        self.native = OxigraphNativeLoader(self)
 
     def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False) -> LoadCheckpoint:
         self.db.add_name_predicates(name_predicates)
@@ -38,6 +45,9 @@ class OxigraphSink:
         return LoadCheckpoint.from_dict(self.db.index.checkpoint(source))
 
     def begin(self) -> None:
+        if not self.began:
+            self.began = True
+            self.tally = HubTally() if self.db.empty() else None
         # the load may add edges anywhere: the hub summaries are out of date until
         # its build (``summarise``), samples and the schema are made again as needed
         self.db.summaries.mark_stale("a load started")
@@ -45,10 +55,16 @@ class OxigraphSink:
         self.db.index.begin_bulk()
 
     def write(self, quads: Iterable[ox.Quad]) -> None:
-        self.db.store.bulk_extend(quads)
+        self.db.store.bulk_extend(self.tally.quads(quads) if self.tally is not None else quads)
 
     def write_ntriples(self, data: bytes) -> None:
         self.db.store.bulk_load(data, ox.RdfFormat.N_TRIPLES)
+        self.seen(data)
+
+    def seen(self, data: bytes) -> None:
+        """N-Triples text (whole lines) that is written or about to be."""
+        if self.tally is not None:
+            self.tally.lines(data)
 
     def names(self, pairs: Iterable[tuple[str, str]], source: str) -> int:
         return self.db.index.add(pairs, source)
@@ -81,14 +97,16 @@ class OxigraphSink:
 
         if self.db.summaries.fresh():
             return None
-        return build(self.db, how="at load", progress=progress)
+        return build(self.db, how="at load", progress=progress,
+                     candidates=self.tally.candidates() if self.tally is not None else None)
 
 
 class OxigraphNativeLoader:
     """Oxigraph's bulk loader, which the loader hands whole segments and files."""
 
-    def __init__(self, db: Database) -> None:
-        self.db = db
+    def __init__(self, sink: OxigraphSink) -> None:
+        self.db = sink.db
+        self.seen = sink.seen
 
     def load_stream(self, stream: ByteStream) -> None:
         # pyoxigraph pulls from any object with read(): the loader's feed is one

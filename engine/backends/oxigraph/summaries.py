@@ -4,8 +4,10 @@ all of a hub's edges.
 - ``hubs`` / ``hub_relations``: for an entity with more than ``HUB_EDGES``
   edges in one direction, the relations it has in that direction and
   their exact degrees (QLever's "patterns", with counts). Built by every
-  load once it is complete (:func:`build`: two native passes over the KG
-  per direction, both directions at once), kept exact by corrections;
+  load once it is complete (:func:`build`): a load into an empty store
+  samples the lines it writes (:class:`HubTally`) and counts only the
+  entities the sample names; any other counts every edge, in two native
+  passes per direction. Kept exact by corrections;
 - ``pair_samples``: for an (entity, relation, direction) with more
   neighbours than a search looks at, its degree and its first
   ``SAMPLE_KEEP`` neighbours in the sample order every backend uses
@@ -26,10 +28,12 @@ idempotent, so finishing an interrupted correction finishes them too).
 from __future__ import annotations
 
 import json
+import math
+import random
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -50,6 +54,11 @@ HUB_EDGES = 1000    # more edges than this in one direction: a hub, summarised
 SAMPLE_KEEP = 4096  # neighbours kept per crowded pair, in sample order
 Key = tuple[str, str, str]  # (entity, relation, direction)
 Directions = ("out", "in")
+
+SAMPLE_RATE = 10     # a load into an empty store tallies one line in this many (HubTally)
+CANDIDATE = 50       # sampled edges that make an entity worth counting: half of what 1,001 edges give
+TALLY_BUCKET = 1_000_000  # sampled lines per round of the tally's pruning (lossy counting)
+GAPS = 1 << 16       # the tally's random gaps between sampled lines, used in turn
 
 MEMORY_MAX = 200_000  # entries each in-memory view holds before it starts over
 
@@ -295,14 +304,146 @@ def _parts(items: list[str], size: int = 500) -> Iterable[list[str]]:
         yield items[i:i + size]
 
 
-def build(db: Database, *, how: str = "at load", progress: bool = False) -> dict:
+class HubTally:
+    """Which entities may be hubs, from a random sample of the triples a
+    load writes into an empty store: each line is taken with probability
+    1 / SAMPLE_RATE (seeded, so a load is repeatable), and the subjects
+    and IRI objects of those taken are counted. An entity with more than
+    HUB_EDGES edges in a direction is sampled about 100 times there; it
+    is a candidate from CANDIDATE (the chance that a hub of 1,001 edges
+    falls short is about 3e-9; the price of a miss is that hub's
+    summary made when a question first meets it). Every candidate is then
+    counted exactly (:func:`build`), so a false one costs a small count.
+
+    The counts are pruned as in Manku and Motwani's lossy counting, so
+    memory stays bounded on any file: every TALLY_BUCKET sampled lines,
+    the entities seen too rarely to be hubs are dropped, and what an entity
+    may have lost that way is kept beside it and counted in its favour."""
+
+    def __init__(self, seed: int = 0) -> None:
+        rng = random.Random(seed)
+        # lines from one taken line to the next: geometric, so each line is
+        # taken with probability 1 / SAMPLE_RATE (a table, used in turn)
+        per = math.log(1.0 - 1.0 / SAMPLE_RATE)
+        self.gaps = [1 + int(math.log(1.0 - rng.random()) / per) for _ in range(GAPS)]
+        self.next_gap = 0
+        self.skip = self._gap()  # lines to pass, this one included, before the next one taken
+        self.lock = threading.Lock()
+        self.counts: dict[str, dict[bytes, int]] = {"out": {}, "in": {}}
+        self.lost: dict[str, dict[bytes, int]] = {"out": {}, "in": {}}
+        self.taken = 0
+        self.bucket = 0  # rounds of pruning so far
+
+    def _gap(self) -> int:
+        gap = self.gaps[self.next_gap]
+        self.next_gap = (self.next_gap + 1) % GAPS
+        return gap
+
+    def lines(self, data: bytes) -> None:
+        """N-Triples text (whole lines) that the load writes."""
+        with self.lock:
+            lines = data.split(b"\n")
+            if not lines[-1]:
+                lines.pop()  # what follows the last newline
+            picks = []
+            i, n, gaps, g = self.skip - 1, len(lines), self.gaps, self.next_gap
+            while i < n:
+                picks.append(lines[i])
+                i += gaps[g]
+                g = (g + 1) % GAPS
+            self.skip, self.next_gap = i - n + 1, g
+            out, into = self.counts["out"], self.counts["in"]
+            lost_out, lost_in, bucket = self.lost["out"], self.lost["in"], self.bucket
+            for line in picks:
+                parts = line.split(None, 2)
+                if len(parts) != 3:
+                    continue  # blank or a comment
+                s, _, o = parts
+                if s[:1] == b"<":
+                    seen = out.get(s)
+                    if seen is None:
+                        out[s] = 1
+                        if bucket:  # it may have been seen and dropped in each round so far
+                            lost_out[s] = bucket
+                    else:
+                        out[s] = seen + 1
+                if o[:1] == b"<" and (end := o.find(b">")) > 0:
+                    o = o[:end + 1]
+                    seen = into.get(o)
+                    if seen is None:
+                        into[o] = 1
+                        if bucket:
+                            lost_in[o] = bucket
+                    else:
+                        into[o] = seen + 1
+            self._taken(len(picks))
+
+    def quads(self, quads: Iterable) -> Iterator:
+        """Quads the load writes, passed on as they are (and tallied)."""
+        import pyoxigraph as ox
+
+        for q in quads:
+            self.skip -= 1
+            if not self.skip:
+                with self.lock:
+                    if isinstance(q.subject, ox.NamedNode):
+                        self._add("out", b"<" + q.subject.value.encode() + b">")
+                    if isinstance(q.object, ox.NamedNode):
+                        self._add("in", b"<" + q.object.value.encode() + b">")
+                    self.skip = self._gap()
+                    self._taken(1)
+            yield q
+
+    def _add(self, direction: str, key: bytes) -> None:
+        counts = self.counts[direction]
+        seen = counts.get(key)
+        counts[key] = 1 if seen is None else seen + 1
+        if seen is None and self.bucket:
+            self.lost[direction][key] = self.bucket
+
+    def _taken(self, more: int) -> None:
+        """Count lines taken; past each TALLY_BUCKET, a round of pruning: an
+        entity whose count and possible loss are at most the rounds so far
+        goes (what it had is then at most that many, which its next entry's
+        loss says)."""
+        self.taken += more
+        while self.taken >= (self.bucket + 1) * TALLY_BUCKET:
+            self.bucket += 1
+            for direction in Directions:
+                counts, lost = self.counts[direction], self.lost[direction]
+                for key in [k for k, n in counts.items() if n + lost.get(k, 0) <= self.bucket]:
+                    del counts[key]
+                    lost.pop(key, None)
+
+    def candidates(self) -> dict[str, list[str]]:
+        """{direction: IRIs that may have more than HUB_EDGES edges that way}."""
+        import pyoxigraph as ox
+
+        with self.lock:
+            return {d: [_iri(k, ox) for k, n in self.counts[d].items() if n + self.lost[d].get(k, 0) >= CANDIDATE]
+                    for d in Directions}
+
+
+def _iri(token: bytes, ox) -> str:
+    """An IRI's value from its N-Triples form (``<...>``, escapes read)."""
+    if b"\\" not in token:
+        return token[1:-1].decode("utf-8", "replace")
+    try:
+        return next(iter(ox.parse(token + b" <urn:p> <urn:o> .", ox.RdfFormat.N_TRIPLES))).subject.value
+    except (SyntaxError, StopIteration):
+        return token[1:-1].decode("utf-8", "replace")
+
+
+def build(db: Database, *, how: str = "at load", progress: bool = False,
+          candidates: dict[str, list[str]] | None = None) -> dict:
     """Summarise every hub of the KG: first the entities with more than
     ``HUB_EDGES`` edges in a direction, counted by the store in one pass
-    per direction, then each hub's relations and their degrees (one
-    native count over its edges). pyoxigraph lets go of the interpreter
-    while it evaluates, so the work is shared by a thread per direction.
-    What was kept is replaced in one transaction, and the state says when
-    and ``how`` (``at load``, ``on first use``). Returns that state."""
+    per direction (or, given ``candidates`` from a load's :class:`HubTally`,
+    only those), then each hub's relations and their degrees (one native
+    count over its edges). pyoxigraph lets go of the interpreter while it
+    evaluates, so the work is shared by a thread per direction. What was
+    kept is replaced in one transaction, and the state says when and
+    ``how`` (``at load``, ``on first use``). Returns that state."""
     import pyoxigraph as ox
 
     from engine.graph import utc_now
@@ -315,22 +456,31 @@ def build(db: Database, *, how: str = "at load", progress: bool = False) -> dict
     if progress:
         from tqdm import tqdm
 
-        # a pass over the KG per direction, then a count per hub
-        bar = tqdm(total=2, unit="query", desc="summarising hubs", dynamic_ncols=True, leave=False)
+        # a pass over the KG per direction (unless a load sampled it), then a count per hub
+        bar = tqdm(total=0 if candidates is not None else 2, unit="query", desc="summarising hubs", dynamic_ncols=True, leave=False)
     ticks = threading.Lock()
 
-    def tick(more: int = 0) -> None:
+    def tick(more: int = 0, done: int = 1) -> None:
         if bar is not None:
             with ticks:
                 bar.total += more
-                bar.update(1)
+                bar.update(done)
 
     def run(direction: str) -> None:
         try:
-            hubs = [row["e"].value for row in db.query(render(f"hubs_{direction}", limit=HUB_EDGES))]
-            tick(len(hubs))
+            if candidates is None:
+                hubs = [row["e"].value for row in db.query(render(f"hubs_{direction}", limit=HUB_EDGES))]
+            else:
+                hubs = candidates[direction]
+            tick(len(hubs), int(candidates is None))
             for hub in hubs:
-                rows = db.query(render(f"degrees_{direction}", e=sparql_term(ox.NamedNode(hub))))
+                term = sparql_term(ox.NamedNode(hub))
+                if candidates is not None:  # a candidate may be none: its first edges tell, cheaply
+                    upto = db.query(render(f"edges_upto_{direction}", e=term, limit=HUB_EDGES + 1))
+                    if int(upto[0]["n"].value) <= HUB_EDGES:
+                        tick()
+                        continue
+                rows = db.query(render(f"degrees_{direction}", e=term))
                 found[(hub, direction)] = {row["p"].value: int(row["n"].value) for row in rows}
                 tick()
         except BaseException as e:  # handed to the caller below
@@ -347,6 +497,8 @@ def build(db: Database, *, how: str = "at load", progress: bool = False) -> dict
         raise failures[0]
     state = {"state": "fresh", "built": utc_now(), "how": how, "seconds": round(time.perf_counter() - started, 2),
              "hubs": {d: sum(1 for (_, dd) in found if dd == d) for d in Directions},
-             "edges": sum(sum(rels.values()) for rels in found.values()), "threshold": HUB_EDGES}
+             "edges": sum(sum(rels.values()) for rels in found.values()), "threshold": HUB_EDGES,
+             "found": "counted" if candidates is None else "sampled",
+             "candidates": None if candidates is None else sum(map(len, candidates.values()))}
     db.summaries.replace_hubs(found, state)
     return state
