@@ -352,30 +352,16 @@ class HubTally:
                 i += gaps[g]
                 g = (g + 1) % GAPS
             self.skip, self.next_gap = i - n + 1, g
-            out, into = self.counts["out"], self.counts["in"]
-            lost_out, lost_in, bucket = self.lost["out"], self.lost["in"], self.bucket
+            add = self._add
             for line in picks:
                 parts = line.split(None, 2)
                 if len(parts) != 3:
                     continue  # blank or a comment
                 s, _, o = parts
                 if s[:1] == b"<":
-                    seen = out.get(s)
-                    if seen is None:
-                        out[s] = 1
-                        if bucket:  # it may have been seen and dropped in each round so far
-                            lost_out[s] = bucket
-                    else:
-                        out[s] = seen + 1
+                    add("out", s)
                 if o[:1] == b"<" and (end := o.find(b">")) > 0:
-                    o = o[:end + 1]
-                    seen = into.get(o)
-                    if seen is None:
-                        into[o] = 1
-                        if bucket:
-                            lost_in[o] = bucket
-                    else:
-                        into[o] = seen + 1
+                    add("in", o[:end + 1])
             self._taken(len(picks))
 
     def quads(self, quads: Iterable) -> Iterator:
