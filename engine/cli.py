@@ -256,8 +256,10 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
     summary = sink.summarise(progress)
     if summary is not None and sum(summary["hubs"].values()):
         hubs = summary["hubs"]
+        how = f", updated for the {summary['touched']:,} entities the load wrote edges of" \
+            if summary.get("found") == "updated" else ""
         echo(f"hub summaries: {hubs['out']:,} entities with more than {summary['threshold']:,} edges out, "
-             f"{hubs['in']:,} in ({summary['edges']:,} edges) in {summary['seconds']:.1f}s")
+             f"{hubs['in']:,} in ({summary['edges']:,} edges) in {summary['seconds']:.1f}s{how}")
 
 
 @cli.command()

@@ -179,13 +179,86 @@ def test_a_load_into_an_empty_store_finds_every_hub_from_a_sample(tmp_path, fmt,
         counted = build(store.kg.db, how="by a test")
         assert counted["found"] == "counted" and counted["hubs"] == state["hubs"]
         assert counted["edges"] == state["edges"] and store.kg.summaries.db.execute(table).fetchall() == kept
-    with open_store(tmp_path / "store") as store:  # a second load: the store holds triples already
-        sink = store.need_sink()
-        more = tmp_path / "more.nt"
-        more.write_text(f"<{iri('h0')}> <{iri('knows')}> <{iri('new')}> .\n")
-        load_file(sink, more)
-        assert sink.tally is None and store.kg.summaries.state()["found"] == "counted"
-    assert "(found by counting every edge)" in tog("info", "--store", tmp_path / "store").output
+    more = tmp_path / "more.nt"  # a second load: the store holds triples and their summaries already
+    more.write_text(f"<{iri('h0')}> <{iri('knows')}> <{iri('new')}> .\n")
+    loaded = tog("load", more, "--store", tmp_path / "store", "--no-progress")
+    assert loaded.exit_code == 0 and "updated for the 2 entities the load wrote edges of" in loaded.output
+    info = tog("info", "--store", tmp_path / "store").output
+    hubs = 0 if fmt == "tsv" else 1  # a delimited file's entities are not named iri(...)
+    assert f"(updated: 2 entities the last load wrote edges of counted again, {hubs} of them hubs)" in info, info
+
+
+def _more_lines() -> list[tuple[str, str, str]]:
+    """A second load's triples on top of ``_edge_lines``: e0-e5 (HUB_EDGES
+    edges out) get one more, h0 a relation it lacked, g0 in-edges by a new
+    relation, a new entity HUB_EDGES + 1 edges, h1 an edge it had, and
+    small entities a few edges each."""
+    triples = [(f"e{h}", "knows", "z-new") for h in range(6)]
+    triples += [("h0", "admires", f"x0.{i}") for i in range(3)]
+    triples += [(f"y-new{i}", "fears", "g0") for i in range(4)]
+    triples += [("fresh", "knows", f"f{i}") for i in range(HUB_EDGES + 1)]
+    triples += [("h1", "knows", "x1.0")]
+    triples += [(f"s{i}", "r1", f"s{i + 1}") for i in range(50)]
+    return triples
+
+
+@pytest.mark.parametrize("fmt", ["nt", "ttl"])
+def test_a_load_into_a_summarised_store_counts_only_the_entities_it_touched(tmp_path, fmt, tog, monkeypatch):
+    """A load into a store whose summaries are fresh notes every entity it
+    writes an edge of, whatever the path (N-Triples lines, parsed quads),
+    and counts only those again: no pass over the whole KG, and the hubs
+    and degrees it keeps are those of counting every edge (entities made
+    hubs by one edge, a hub's new relation, a new hub); past TOUCHED_MAX
+    entities it counts every edge instead."""
+    import shutil
+
+    from engine.backends.oxigraph import summaries
+    from engine.queries import render
+    from engine.store import open_store
+    from loaders.load import load_file
+
+    base = write_nt(tmp_path / "edge.nt", _edge_lines("nt"))
+    triples = _more_lines()
+    more = tmp_path / f"more.{fmt}"
+    if fmt == "ttl":
+        more.write_text(f"@prefix ex: <{iri('')}> .\n" + "".join(f"ex:{s.replace('.', '_')} ex:{p} "
+                        f"ex:{o.replace('.', '_')} .\n" for s, p, o in triples))
+        triples = [(s.replace(".", "_"), p, o.replace(".", "_")) for s, p, o in triples]
+    else:
+        write_nt(more, [f"<{iri(s)}> <{iri(p)}> <{iri(o)}> ." for s, p, o in triples])
+    with open_store(tmp_path / "store", create=True) as store:
+        load_file(store.need_sink(), base)
+        before = store.kg.summaries.state()["hubs"]
+    shutil.copytree(tmp_path / "store", tmp_path / "copy")
+    table = "SELECT entity, direction, relation, degree FROM hub_relations ORDER BY 1, 2, 3"
+    with open_store(tmp_path / "store") as store:
+        texts: list[str] = []
+        query = store.kg.db.query
+        monkeypatch.setattr(store.kg.db, "query", lambda text, *a, **k: texts.append(text) or query(text, *a, **k))
+        load_file(store.need_sink(), more)
+        monkeypatch.undo()
+        state = store.kg.summaries.state()
+        touched = len({s for s, _, _ in triples}) + len({o for _, _, o in triples})
+        assert state["found"] == "updated" and state["touched"] == touched
+        passes = [render(f"hubs_{d}", limit=HUB_EDGES) for d in ("out", "in")]
+        assert not any(t in passes for t in texts)  # no pass over every edge
+        # hubs now: e0-e5 and the new one, every relation grouped; hubs before:
+        # h0 and g0 have the one relation the load added edges of counted,
+        # h1 all of its (the one the load touched holds all its edges)
+        whole = [t for t in texts if "GROUP BY ?p" in t]
+        some = [t for t in texts if "COUNT(*) AS ?n) WHERE {" in t and "?p" not in t and "LIMIT" not in t]
+        assert len(whole) == 8 and len(some) == 2 and state["recounted"] == 10
+        assert sorted(re.findall(r"<[^>]*/(\w+)> \S+ \.", " ".join(some))) == ["admires", "fears"]
+        assert state["hubs"] == {"out": before["out"] + 6 + 1, "in": before["in"]}
+        kept = store.kg.summaries.db.execute(table).fetchall()
+        counted = summaries.build(store.kg.db, how="by a test")
+        assert (counted["hubs"], counted["edges"]) == (state["hubs"], state["edges"])
+        assert store.kg.summaries.db.execute(table).fetchall() == kept
+    monkeypatch.setattr(summaries, "TOUCHED_MAX", 20)  # too many to follow: every edge counted
+    with open_store(tmp_path / "copy") as store:
+        load_file(store.need_sink(), more)
+        state = store.kg.summaries.state()
+        assert state["found"] == "counted" and store.kg.summaries.db.execute(table).fetchall() == kept
 
 
 def test_the_hub_tally_stays_small_and_misses_no_hub(monkeypatch):
@@ -207,6 +280,24 @@ def test_the_hub_tally_stays_small_and_misses_no_hub(monkeypatch):
         tally.lines(("\n".join(lines[i:i + 2000]) + "\n").encode())
     assert tally.bucket > 40 and len(tally.counts["out"]) < 5_000
     assert set(tally.candidates()["out"]) >= {h[1:-1] for h in hubs}
+
+
+def test_what_a_load_touched_names_a_hub_the_way_the_store_does():
+    """A hub written with an escape in one line and without in another is
+    one key, with the relations of both lines; a blank subject (which the
+    loader would have named) stops the noting, and the build counts all."""
+    from engine.backends.oxigraph.summaries import Touched
+
+    touched = Touched({"out": ["http://x/h\u00e9"], "in": ["http://x/h\u00e9"]})
+    touched.lines(b"<http://x/h\\u00E9> <http://x/p> <http://x/o> .\n"
+                  b"<http://x/s>\t<http://x/q>  <http://x/h\xc3\xa9> .\n"
+                  b'<http://x/h\xc3\xa9> <http://x/r> "a <literal>" .\n')
+    entities, relations = touched.touched()
+    assert entities == {"out": ["http://x/h\u00e9", "http://x/s"], "in": ["http://x/h\u00e9", "http://x/o"]}
+    assert relations == {("http://x/h\u00e9", "out"): ["http://x/p", "http://x/r"],
+                         ("http://x/h\u00e9", "in"): ["http://x/q"]}
+    touched.lines(b"_:b1 <http://x/p> <http://x/o> .\n")
+    assert touched.touched() is None
 
 
 def test_a_store_made_before_summaries_builds_them_once_on_first_use(loaded_hub, tmp_path, monkeypatch, caplog, tog):

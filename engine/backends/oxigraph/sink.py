@@ -16,7 +16,7 @@ from typing import IO, cast
 import pyoxigraph as ox
 
 from engine.backends.oxigraph.database import Database
-from engine.backends.oxigraph.summaries import HubTally
+from engine.backends.oxigraph.summaries import HubTally, Touched
 from engine.store import ByteStream, LoadCheckpoint
 
 CHUNK_BYTES = 16 << 20  # bytes of lines per commit on the loader's careful path
@@ -30,11 +30,13 @@ class OxigraphSink:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        # Loads into an empty store sample what they write, so that the hub
-        # summaries' build counts only the entities the sample names
-        # instead of every edge; any other load (a resumed one included)
+        # What the load writes, seen so that the hub summaries' build need
+        # not count every edge: into an empty store, a sample of its lines
+        # (the build counts the entities it names); into a store whose
+        # summaries are fresh, every entity it writes an edge of (the build
+        # counts those again). Any other load (a resumed one included)
         # leaves it None, and the build counts everything.
-        self.tally: HubTally | None = None
+        self.tally: HubTally | Touched | None = None
         self.began = False
         self.native = OxigraphNativeLoader(self)
 
@@ -47,7 +49,10 @@ class OxigraphSink:
     def begin(self) -> None:
         if not self.began:
             self.began = True
-            self.tally = HubTally() if self.db.empty() else None
+            if self.db.empty():
+                self.tally = HubTally()
+            elif self.db.summaries.fresh():
+                self.tally = Touched(self.db.summaries.hub_entities())
         # the load may add edges anywhere: the hub summaries are out of date until
         # its build (``summarise``), samples and the schema are made again as needed
         self.db.summaries.mark_stale("a load started")
@@ -93,10 +98,15 @@ class OxigraphSink:
     def summarise(self, progress: bool = False) -> dict | None:
         """Build the hub summaries when a load left them out of date (or a
         store made by an older tog never had them); None when they are fresh."""
-        from engine.backends.oxigraph.summaries import build
+        from engine.backends.oxigraph.summaries import build, update
 
         if self.db.summaries.fresh():
             return None
+        if isinstance(self.tally, Touched):
+            touched = self.tally.touched()
+            if touched is not None:
+                return update(self.db, *touched, how="at load", progress=progress)
+            return build(self.db, how="at load", progress=progress)
         return build(self.db, how="at load", progress=progress,
                      candidates=self.tally.candidates() if self.tally is not None else None)
 

@@ -3,10 +3,12 @@ all of a hub's edges.
 
 - ``hubs`` / ``hub_relations``: for an entity with more than ``HUB_EDGES``
   edges in one direction, the relations it has in that direction and
-  their exact degrees (QLever's "patterns", with counts). Built by every
-  load once it is complete (:func:`build`): a load into an empty store
-  samples the lines it writes (:class:`HubTally`) and counts only the
-  entities the sample names; any other counts every edge, in two native
+  their exact degrees (QLever's "patterns", with counts). Made by every
+  load once it is complete: a load into an empty store samples the lines
+  it writes (:class:`HubTally`) and counts only the entities the sample
+  names (:func:`build`); a load into a store whose summaries were fresh
+  notes every entity it writes an edge of (:class:`Touched`) and counts
+  only those (:func:`update`); any other counts every edge, in two native
   passes per direction. Kept exact by corrections;
 - ``pair_samples``: for an (entity, relation, direction) with more
   neighbours than a search looks at, its degree and its first
@@ -30,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import sqlite3
 import threading
 import time
@@ -59,6 +62,8 @@ SAMPLE_RATE = 10     # a load into an empty store tallies one line in this many 
 CANDIDATE = 50       # sampled edges that make an entity worth counting: half of what 1,001 edges give
 TALLY_BUCKET = 1_000_000  # sampled lines per round of the tally's pruning (lossy counting)
 GAPS = 1 << 16       # the tally's random gaps between sampled lines, used in turn
+TOUCHED_MAX = 500_000  # entities a direction that a load into a summarised store notes; past it, count every edge
+PAIR_COST = 150      # a query's own cost, in edges read (0.1 ms against 0.7 µs an edge, measured)
 
 MEMORY_MAX = 200_000  # entries each in-memory view holds before it starts over
 
@@ -183,6 +188,15 @@ class Summaries:
                 self._hubs.setdefault((entity, other), None)
                 self._hubs[(entity, direction)] = {r: n for r, n in degrees.items() if n > 0}
 
+    def hub_entities(self) -> dict[str, list[str]]:
+        """{direction: every summarised hub}."""
+        with self.lock:
+            out: dict[str, list[str]] = {d: [] for d in Directions}
+            if self._tables():
+                for e, d in self.db.execute("SELECT entity, direction FROM hubs"):
+                    out[d].append(e)
+            return out
+
     def is_hub(self, entity: str, direction: str) -> bool:
         return (entity, direction) in self.hubs([entity])
 
@@ -229,6 +243,29 @@ class Summaries:
                 for (e, d), rels in found.items():
                     self._hubs[(e, d)] = dict(rels)
             self._state = dict(state)
+
+    def update_hubs(self, changed: dict[tuple[str, str], dict[str, int]], state: dict) -> dict:
+        """Part of a build's result: the summaries of the hubs in ``changed``
+        replaced, the others kept, and the state (its totals counted from
+        the tables) written in the same transaction. Returns that state."""
+        if not self.persist:
+            raise RuntimeError("a read-only view of a store does not load it")
+        with self.lock:
+            db = self.db
+            db.executemany("DELETE FROM hub_relations WHERE entity = ? AND direction = ?", list(changed))
+            db.executemany("INSERT OR REPLACE INTO hubs VALUES (?, ?, ?)",
+                           [(e, d, sum(rels.values())) for (e, d), rels in changed.items()])
+            db.executemany("INSERT INTO hub_relations VALUES (?, ?, ?, ?)",
+                           [(e, d, r, n) for (e, d), rels in changed.items() for r, n in rels.items()])
+            totals = {d: (n, edges) for d, n, edges in
+                      db.execute("SELECT direction, COUNT(*), COALESCE(SUM(edges), 0) FROM hubs GROUP BY direction")}
+            state = {**state, "hubs": {d: totals.get(d, (0, 0))[0] for d in Directions},
+                     "edges": sum(edges for _, edges in totals.values())}
+            db.execute("INSERT OR REPLACE INTO summary_state VALUES ('hubs', ?)", (json.dumps(state),))
+            db.commit()
+            self._forget()
+            self._state = dict(state)
+        return state
 
     # -- crowded pairs ----------------------------------------------------------
     def samples(self, keys: Iterable[Key]) -> dict[Key, tuple[int, list[str]]]:
@@ -420,6 +457,108 @@ def _iri(token: bytes, ox) -> str:
         return token[1:-1].decode("utf-8", "replace")
 
 
+class Touched:
+    """What a load writes when the store it loads into already holds
+    triples and summaries that say what they are: every entity it writes
+    an edge of, and for the hubs among them (``hubs``: {direction: IRIs})
+    the relations of those edges. A load only adds edges, so only these
+    entities can have become hubs and only these relations of the hubs
+    can have changed (:func:`update`). Past TOUCHED_MAX entities in a
+    direction, or at a blank node as a subject, it stops noting (``over``)
+    and the build counts every edge instead."""
+
+    TRIPLE = re.compile(rb"^[ \t]*(\S+)[ \t]+(\S+)[ \t]+(<[^>\s]*>)?", re.M)  # subject, predicate, IRI object
+
+    def __init__(self, hubs: dict[str, list[str]]) -> None:
+        self.lock = threading.Lock()
+        self.hubs = {d: {b"<" + e.encode() + b">" for e in hubs.get(d, ())} for d in Directions}
+        self.keys: dict[str, set[bytes]] = {"out": set(), "in": set()}
+        self.pairs: dict[str, set[tuple[bytes, bytes]]] = {"out": set(), "in": set()}
+        self.over = False
+
+    def lines(self, data: bytes) -> None:
+        """N-Triples text (whole lines) that the load writes."""
+        if self.over:
+            return
+        found = self.TRIPLE.findall(data)
+        if b"\\" in data:  # escapes in IRIs: as the store reads them, so that hubs are known by their keys
+            found = [(_canonical(s), _canonical(p), _canonical(o)) for s, p, o in found]
+        hubs_out, hubs_in = self.hubs["out"], self.hubs["in"]
+        with self.lock:
+            if any(s[:2] == b"_:" for s, _, _ in found):
+                self._give_up()
+                return
+            self.keys["out"].update(s for s, _, _ in found if s[:1] == b"<")
+            self.keys["in"].update(o for _, _, o in found if o)
+            self.pairs["out"].update((s, p) for s, p, _ in found if s in hubs_out)
+            self.pairs["in"].update((o, p) for _, p, o in found if o in hubs_in)
+            self._room()
+
+    def quads(self, quads: Iterable) -> Iterator:
+        """Quads the load writes, passed on as they are (and noted)."""
+        import pyoxigraph as ox
+
+        out, into = self.keys["out"], self.keys["in"]
+        hubs_out, hubs_in = self.hubs["out"], self.hubs["in"]
+        for i, q in enumerate(quads):
+            if not self.over:
+                if not isinstance(q.subject, ox.NamedNode):
+                    with self.lock:
+                        self._give_up()
+                else:
+                    s, p = _token(q.subject), _token(q.predicate)
+                    out.add(s)
+                    if s in hubs_out:
+                        self.pairs["out"].add((s, p))
+                    if isinstance(q.object, ox.NamedNode):
+                        into.add(o := _token(q.object))
+                        if o in hubs_in:
+                            self.pairs["in"].add((o, p))
+                    if i % 4096 == 0:
+                        with self.lock:
+                            self._room()
+            yield q
+
+    def _room(self) -> None:
+        if max(map(len, self.keys.values())) > TOUCHED_MAX:
+            self._give_up()
+
+    def _give_up(self) -> None:
+        self.over = True
+        for d in Directions:
+            self.keys[d].clear()
+            self.pairs[d].clear()
+
+    def touched(self) -> tuple[dict[str, list[str]], dict[tuple[str, str], list[str]]] | None:
+        """({direction: IRIs the load wrote an edge of}, {(hub, direction):
+        the relations of those edges}), or None past the bounds."""
+        import pyoxigraph as ox
+
+        with self.lock:
+            self._room()
+            if self.over:
+                return None
+            relations: dict[tuple[str, str], list[str]] = {}
+            for d in Directions:
+                for e, p in sorted(self.pairs[d]):
+                    relations.setdefault((_iri(e, ox), d), []).append(_iri(p, ox))
+            return {d: sorted(_iri(k, ox) for k in self.keys[d]) for d in Directions}, relations
+
+
+def _token(node) -> bytes:
+    """A pyoxigraph NamedNode as the key a line's IRI token gives (``_canonical``)."""
+    return b"<" + node.value.encode() + b">"
+
+
+def _canonical(token: bytes) -> bytes:
+    """An IRI token with its escapes read (``<\\u00E9>`` is ``<é>``); anything else as it is."""
+    if token[:1] != b"<" or b"\\" not in token:
+        return token
+    import pyoxigraph as ox
+
+    return b"<" + _iri(token, ox).encode() + b">"
+
+
 def build(db: Database, *, how: str = "at load", progress: bool = False,
           candidates: dict[str, list[str]] | None = None) -> dict:
     """Summarise every hub of the KG: first the entities with more than
@@ -437,7 +576,6 @@ def build(db: Database, *, how: str = "at load", progress: bool = False,
 
     started = time.perf_counter()
     found: dict[tuple[str, str], dict[str, int]] = {}
-    failures: list[BaseException] = []
     bar = None
     if progress:
         from tqdm import tqdm
@@ -453,26 +591,125 @@ def build(db: Database, *, how: str = "at load", progress: bool = False,
                 bar.update(done)
 
     def run(direction: str) -> None:
+        if candidates is None:
+            hubs = [row["e"].value for row in db.query(render(f"hubs_{direction}", limit=HUB_EDGES))]
+        else:
+            hubs = candidates[direction]
+        tick(len(hubs), int(candidates is None))
+        for hub in hubs:
+            term = sparql_term(ox.NamedNode(hub))
+            if candidates is not None:  # a candidate may be none: its first edges tell, cheaply
+                upto = db.query(render(f"edges_upto_{direction}", e=term, limit=HUB_EDGES + 1))
+                if int(upto[0]["n"].value) <= HUB_EDGES:
+                    tick()
+                    continue
+            found[(hub, direction)] = _degrees(db, term, direction)
+            tick()
+
+    _each_direction(run, bar)
+    state = {"state": "fresh", "built": utc_now(), "how": how, "seconds": round(time.perf_counter() - started, 2),
+             "hubs": {d: sum(1 for (_, dd) in found if dd == d) for d in Directions},
+             "edges": sum(sum(rels.values()) for rels in found.values()), "threshold": HUB_EDGES,
+             "found": "counted" if candidates is None else "sampled",
+             "candidates": None if candidates is None else sum(map(len, candidates.values()))}
+    db.summaries.replace_hubs(found, state)
+    return state
+
+
+def update(db: Database, touched: dict[str, list[str]], relations: dict[tuple[str, str], list[str]], *,
+           how: str = "at load", progress: bool = False) -> dict:
+    """The hub summaries after a load into a store whose summaries were
+    fresh, from what it touched (a :class:`Touched`): a load only adds
+    edges, so every other hub stays as it was. A touched hub has the
+    relations the load wrote edges of counted again, each on its own, or
+    all of them in one grouped count when that reads less (PAIR_COST) or
+    the load did not say which; the other touched entities, which had at most
+    HUB_EDGES edges before, are counted in batches, and each one past
+    HUB_EDGES is grouped. A thread per direction, as in :func:`build`.
+    Returns the state, which says so (``found: updated``)."""
+    import pyoxigraph as ox
+
+    from engine.graph import utc_now
+    from engine.queries import render, sparql_term, sparql_values
+
+    started = time.perf_counter()
+    was = db.summaries.hubs(sorted({e for es in touched.values() for e in es}))
+    changed: dict[tuple[str, str], dict[str, int]] = {}
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=sum(map(len, touched.values())), unit="entity", desc="updating hub summaries",
+                   dynamic_ncols=True, leave=False)
+    ticks = threading.Lock()
+
+    def tick(done: int) -> None:
+        if bar is not None:
+            with ticks:
+                bar.update(done)
+
+    def nodes(iris: Iterable[str]) -> list:
+        out = []
+        for iri in iris:
+            try:
+                out.append(ox.NamedNode(iri))
+            except ValueError:
+                continue  # noted from a line the store refused
+        return out
+
+    def run(direction: str) -> None:
+        grown: list[str] = []
+        others = [e for e in touched[direction] if (e, direction) not in was]
+        for part in _parts(others, 1000):
+            rows = db.query(render(f"grown_{direction}", limit=HUB_EDGES,
+                                   entities=sparql_values([n] for n in nodes(part))))
+            grown += [row["e"].value for row in rows]
+            tick(len(part))
+        new = set(grown)
+        for hub in [e for e in touched[direction] if (e, direction) in was] + grown:
+            (node,) = nodes([hub]) or (None,)
+            if node is None:
+                continue
+            term = sparql_term(node)
+            old = was.get((hub, direction), {})
+            some = relations.get((hub, direction)) if hub not in new else None
+            if some is not None and PAIR_COST * len(some) + sum(old.get(r, 0) for r in some) < sum(old.values()):
+                # a few of its relations: each counted (an index range of its own)
+                changed[(hub, direction)] = {**old, **{
+                    r.value: int(db.query(render(f"pair_edges_{direction}", e=term, p=sparql_term(r)))[0]["n"].value)
+                    for r in nodes(some)}}
+            else:  # a new hub, most of one's edges, or the load did not say which relations: all of them
+                changed[(hub, direction)] = _degrees(db, term, direction)
+            if hub not in new:
+                tick(1)
+
+    _each_direction(run, bar)
+    state = {"state": "fresh", "built": utc_now(), "how": how, "seconds": round(time.perf_counter() - started, 2),
+             "threshold": HUB_EDGES, "found": "updated", "touched": sum(map(len, touched.values())),
+             "recounted": len(changed)}
+    return db.summaries.update_hubs(changed, state)
+
+
+def _degrees(db: Database, term: str, direction: str) -> dict[str, int]:
+    """Every relation of one entity (SPARQL text) in a direction, with its degree."""
+    from engine.queries import render
+
+    return {row["p"].value: int(row["n"].value) for row in db.query(render(f"degrees_{direction}", e=term))}
+
+
+def _each_direction(run, bar) -> None:
+    """``run(direction)`` in a thread per direction (pyoxigraph lets go of
+    the interpreter while it evaluates); the first failure is raised here,
+    once both are done and the progress bar is closed."""
+    failures: list[BaseException] = []
+
+    def guarded(direction: str) -> None:
         try:
-            if candidates is None:
-                hubs = [row["e"].value for row in db.query(render(f"hubs_{direction}", limit=HUB_EDGES))]
-            else:
-                hubs = candidates[direction]
-            tick(len(hubs), int(candidates is None))
-            for hub in hubs:
-                term = sparql_term(ox.NamedNode(hub))
-                if candidates is not None:  # a candidate may be none: its first edges tell, cheaply
-                    upto = db.query(render(f"edges_upto_{direction}", e=term, limit=HUB_EDGES + 1))
-                    if int(upto[0]["n"].value) <= HUB_EDGES:
-                        tick()
-                        continue
-                rows = db.query(render(f"degrees_{direction}", e=term))
-                found[(hub, direction)] = {row["p"].value: int(row["n"].value) for row in rows}
-                tick()
+            run(direction)
         except BaseException as e:  # handed to the caller below
             failures.append(e)
 
-    workers = [threading.Thread(target=run, args=(d,), name=f"tog-hubs-{d}", daemon=True) for d in Directions]
+    workers = [threading.Thread(target=guarded, args=(d,), name=f"tog-hubs-{d}", daemon=True) for d in Directions]
     for w in workers:
         w.start()
     for w in workers:
@@ -481,10 +718,3 @@ def build(db: Database, *, how: str = "at load", progress: bool = False,
         bar.close()
     if failures:
         raise failures[0]
-    state = {"state": "fresh", "built": utc_now(), "how": how, "seconds": round(time.perf_counter() - started, 2),
-             "hubs": {d: sum(1 for (_, dd) in found if dd == d) for d in Directions},
-             "edges": sum(sum(rels.values()) for rels in found.values()), "threshold": HUB_EDGES,
-             "found": "counted" if candidates is None else "sampled",
-             "candidates": None if candidates is None else sum(map(len, candidates.values()))}
-    db.summaries.replace_hubs(found, state)
-    return state
