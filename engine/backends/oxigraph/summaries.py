@@ -565,7 +565,8 @@ def build(db: Database, *, how: str = "at load", progress: bool = False,
     ``HUB_EDGES`` edges in a direction, counted by the store in one pass
     per direction (or, given ``candidates`` from a load's :class:`HubTally`,
     only those), then each hub's relations and their degrees (one native
-    count over its edges). pyoxigraph lets go of the interpreter while it
+    count over its edges; a candidate that turns out to have at most
+    HUB_EDGES is dropped, which its count tells). pyoxigraph lets go of the interpreter while it
     evaluates, so the work is shared by a thread per direction. What was
     kept is replaced in one transaction, and the state says when and
     ``how`` (``at load``, ``on first use``). Returns that state."""
@@ -597,13 +598,9 @@ def build(db: Database, *, how: str = "at load", progress: bool = False,
             hubs = candidates[direction]
         tick(len(hubs), int(candidates is None))
         for hub in hubs:
-            term = sparql_term(ox.NamedNode(hub))
-            if candidates is not None:  # a candidate may be none: its first edges tell, cheaply
-                upto = db.query(render(f"edges_upto_{direction}", e=term, limit=HUB_EDGES + 1))
-                if int(upto[0]["n"].value) <= HUB_EDGES:
-                    tick()
-                    continue
-            found[(hub, direction)] = _degrees(db, term, direction)
+            degrees = _degrees(db, sparql_term(ox.NamedNode(hub)), direction)
+            if candidates is None or sum(degrees.values()) > HUB_EDGES:  # a candidate may be none (then a small read)
+                found[(hub, direction)] = degrees
             tick()
 
     _each_direction(run, bar)
