@@ -151,7 +151,7 @@ def test_a_load_into_an_empty_store_finds_every_hub_from_a_sample(tmp_path, fmt,
     writes, on every path (a whole file, a stream, a delimited file), and
     counts only the entities the sample names: the hubs and degrees it
     keeps are those of counting every edge, down to entities with one edge
-    more than HUB_EDGES, and a store that was not empty counts everything."""
+    more than HUB_EDGES; a second load updates them from what it touched."""
     import gzip
 
     from engine.backends.oxigraph.summaries import SAMPLE_RATE, build
@@ -185,7 +185,12 @@ def test_a_load_into_an_empty_store_finds_every_hub_from_a_sample(tmp_path, fmt,
     assert loaded.exit_code == 0 and "updated for the 2 entities the load wrote edges of" in loaded.output
     info = tog("info", "--store", tmp_path / "store").output
     hubs = 0 if fmt == "tsv" else 1  # a delimited file's entities are not named iri(...)
-    assert f"(updated: 2 entities the last load wrote edges of counted again, {hubs} of them hubs)" in info, info
+    assert f"(updated for the 2 entities the last load wrote edges of: {hubs} hub summaries counted again)" \
+        in info, info
+    with open_store(tmp_path / "store") as store:  # what the update kept is what counting every edge gives
+        kept = store.kg.summaries.db.execute(table).fetchall()
+        assert build(store.kg.db, how="by a test")["found"] == "counted"
+        assert store.kg.summaries.db.execute(table).fetchall() == kept
 
 
 def _more_lines() -> list[tuple[str, str, str]]:
@@ -202,14 +207,17 @@ def _more_lines() -> list[tuple[str, str, str]]:
     return triples
 
 
-@pytest.mark.parametrize("fmt", ["nt", "ttl"])
+@pytest.mark.parametrize("fmt", ["nt", "nt.gz", "ttl"])
 def test_a_load_into_a_summarised_store_counts_only_the_entities_it_touched(tmp_path, fmt, tog, monkeypatch):
     """A load into a store whose summaries are fresh notes every entity it
-    writes an edge of, whatever the path (N-Triples lines, parsed quads),
+    writes an edge of, whatever the path (a whole file, a stream, parsed
+    quads; terms with no blank between them; a malformed line skipped),
     and counts only those again: no pass over the whole KG, and the hubs
     and degrees it keeps are those of counting every edge (entities made
-    hubs by one edge, a hub's new relation, a new hub); past TOUCHED_MAX
-    entities it counts every edge instead."""
+    hubs by one edge, a hub's new relation, a new hub), for one file or
+    two in one command. It counts every edge instead past TOUCHED_MAX
+    entities, at a line it cannot read, and into an out-of-date store."""
+    import gzip
     import shutil
 
     from engine.backends.oxigraph import summaries
@@ -225,35 +233,64 @@ def test_a_load_into_a_summarised_store_counts_only_the_entities_it_touched(tmp_
                         f"ex:{o.replace('.', '_')} .\n" for s, p, o in triples))
         triples = [(s.replace(".", "_"), p, o.replace(".", "_")) for s, p, o in triples]
     else:
-        write_nt(more, [f"<{iri(s)}> <{iri(p)}> <{iri(o)}> ." for s, p, o in triples])
+        lines = [f"<{iri(s)}> <{iri(p)}> <{iri(o)}> ." for s, p, o in triples]
+        lines[3] = lines[3].replace(" ", "")  # <s><p><o>.
+        if fmt == "nt.gz":  # a line the load skips (its block is then written line by line)
+            lines.insert(5, f'<{iri("h0")}> <{iri("newp")}> "unterminated .')
+        text = ("\n".join(lines) + "\n").encode()
+        more.write_bytes(gzip.compress(text) if fmt.endswith(".gz") else text)
     with open_store(tmp_path / "store", create=True) as store:
         load_file(store.need_sink(), base)
         before = store.kg.summaries.state()["hubs"]
-    shutil.copytree(tmp_path / "store", tmp_path / "copy")
+    for copy in ("copy", "two", "stale", "odd"):
+        shutil.copytree(tmp_path / "store", tmp_path / copy)
     table = "SELECT entity, direction, relation, degree FROM hub_relations ORDER BY 1, 2, 3"
     with open_store(tmp_path / "store") as store:
         texts: list[str] = []
         query = store.kg.db.query
         monkeypatch.setattr(store.kg.db, "query", lambda text, *a, **k: texts.append(text) or query(text, *a, **k))
-        load_file(store.need_sink(), more)
+        report = load_file(store.need_sink(), more)
         monkeypatch.undo()
+        assert report.skipped == (1 if fmt == "nt.gz" else 0)
         state = store.kg.summaries.state()
-        touched = len({s for s, _, _ in triples}) + len({o for _, _, o in triples})
-        assert state["found"] == "updated" and state["touched"] == touched
+        assert state["found"] == "updated"
+        assert state["touched"] == len({s for s, _, _ in triples} | {o for _, _, o in triples})
         passes = [render(f"hubs_{d}", limit=HUB_EDGES) for d in ("out", "in")]
         assert not any(t in passes for t in texts)  # no pass over every edge
         # hubs now: e0-e5 and the new one, every relation grouped; hubs before:
-        # h0 and g0 have the one relation the load added edges of counted,
-        # h1 all of its (the one the load touched holds all its edges)
+        # h0 and g0 have the relations the load added edges of counted (and
+        # the malformed line's, which finds none), h1 all of its (the one the
+        # load touched holds all its edges)
         whole = [t for t in texts if "GROUP BY ?p" in t]
-        some = [t for t in texts if "COUNT(*) AS ?n) WHERE {" in t and "?p" not in t and "LIMIT" not in t]
-        assert len(whole) == 8 and len(some) == 2 and state["recounted"] == 10
-        assert sorted(re.findall(r"<[^>]*/(\w+)> \S+ \.", " ".join(some))) == ["admires", "fears"]
+        some = [t for t in texts if "COUNT(*) AS ?n) WHERE {" in t and "?p" not in t]
+        counted_pairs = sorted(re.findall(r"<[^>]*/(\w+)> \S+ \.", " ".join(some)))
+        assert len(whole) == 8 and state["recounted"] == 10
+        assert counted_pairs == (["admires", "fears", "newp"] if fmt == "nt.gz" else ["admires", "fears"])
         assert state["hubs"] == {"out": before["out"] + 6 + 1, "in": before["in"]}
         kept = store.kg.summaries.db.execute(table).fetchall()
         counted = summaries.build(store.kg.db, how="by a test")
         assert (counted["hubs"], counted["edges"]) == (state["hubs"], state["edges"])
         assert store.kg.summaries.db.execute(table).fetchall() == kept
+    if fmt == "nt":  # the same lines in two files of one command
+        half = len(lines) // 2
+        first = write_nt(tmp_path / "first.nt", lines[:half])
+        second = write_nt(tmp_path / "second.nt", lines[half:])
+        loaded = tog("load", first, second, "--store", tmp_path / "two", "--no-progress")
+        assert loaded.exit_code == 0 and "updated for the" in loaded.output, loaded.output
+        with open_store(tmp_path / "two") as store:
+            assert store.kg.summaries.db.execute(table).fetchall() == kept
+    with open_store(tmp_path / "stale") as store:  # a load left it out of date: every edge counted
+        store.kg.summaries.mark_stale("a test")
+        load_file(store.need_sink(), more)
+        state = store.kg.summaries.state()
+        assert state["found"] == "counted" and store.kg.summaries.db.execute(table).fetchall() == kept
+    if fmt == "nt":  # a line the noting cannot read as a triple: every edge counted
+        odd = write_nt(tmp_path / "odd.nt", [*lines, "<broken", f"<{iri('h0')}> <{iri('odd')}> <{iri('z')}> ."])
+        with open_store(tmp_path / "odd") as store:
+            load_file(store.need_sink(), odd)
+            state = store.kg.summaries.state()
+            assert state["found"] == "counted" and ("h0", "odd") in {
+                (local_name(e), local_name(r)) for e, _, r, _ in store.kg.summaries.db.execute(table)}
     monkeypatch.setattr(summaries, "TOUCHED_MAX", 20)  # too many to follow: every edge counted
     with open_store(tmp_path / "copy") as store:
         load_file(store.need_sink(), more)

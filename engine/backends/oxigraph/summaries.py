@@ -246,14 +246,19 @@ class Summaries:
 
     def update_hubs(self, changed: dict[tuple[str, str], dict[str, int]], state: dict) -> dict:
         """Part of a build's result: the summaries of the hubs in ``changed``
-        replaced, the others kept, and the state (its totals counted from
-        the tables) written in the same transaction. Returns that state."""
+        replaced (relations of no edge left out; one no longer past
+        HUB_EDGES, which corrections may have made, dropped), the others
+        kept, and the state (its totals counted from the tables) written in
+        the same transaction. Returns that state."""
         if not self.persist:
             raise RuntimeError("a read-only view of a store does not load it")
+        counted = {key: {r: n for r, n in rels.items() if n > 0} for key, rels in changed.items()}
+        changed = {key: rels for key, rels in counted.items() if sum(rels.values()) > HUB_EDGES}
         with self.lock:
             db = self.db
-            db.executemany("DELETE FROM hub_relations WHERE entity = ? AND direction = ?", list(changed))
-            db.executemany("INSERT OR REPLACE INTO hubs VALUES (?, ?, ?)",
+            db.executemany("DELETE FROM hub_relations WHERE entity = ? AND direction = ?", list(counted))
+            db.executemany("DELETE FROM hubs WHERE entity = ? AND direction = ?", list(counted))
+            db.executemany("INSERT INTO hubs VALUES (?, ?, ?)",
                            [(e, d, sum(rels.values())) for (e, d), rels in changed.items()])
             db.executemany("INSERT INTO hub_relations VALUES (?, ?, ?, ?)",
                            [(e, d, r, n) for (e, d), rels in changed.items() for r, n in rels.items()])
@@ -464,10 +469,14 @@ class Touched:
     the relations of those edges. A load only adds edges, so only these
     entities can have become hubs and only these relations of the hubs
     can have changed (:func:`update`). Past TOUCHED_MAX entities in a
-    direction, or at a blank node as a subject, it stops noting (``over``)
-    and the build counts every edge instead."""
+    direction, at a blank node as a subject, or at a line it cannot read
+    as a triple (a malformed one, which the load skips), it stops noting
+    (``over``) and the build counts every edge instead. A line it notes
+    that the load then refuses costs a count that finds nothing."""
 
-    TRIPLE = re.compile(rb"^[ \t]*(\S+)[ \t]+(\S+)[ \t]+(<[^>\s]*>)?", re.M)  # subject, predicate, IRI object
+    # subject, predicate, IRI object: terms by their shape (N-Triples needs no blank between them)
+    TRIPLE = re.compile(rb'^[ \t]*(<[^>\n]*>|_:[^\s<"]+)[ \t]*(<[^>\n]*>)[ \t]*(<[^>\n]*>)?', re.M)
+    NO_TRIPLE = re.compile(rb"^[ \t]*(?:#|\r?$)", re.M)  # a blank or comment line (and the end after the last)
 
     def __init__(self, hubs: dict[str, list[str]]) -> None:
         self.lock = threading.Lock()
@@ -481,6 +490,11 @@ class Touched:
         if self.over:
             return
         found = self.TRIPLE.findall(data)
+        if len(found) < data.count(b"\n") + 1 - len(self.NO_TRIPLE.findall(data)) or \
+                (b"\r" in data and re.search(rb"\r(?!\n)", data)):
+            with self.lock:  # a line this reading missed (or a lone CR ends lines): count every edge
+                self._give_up()
+            return
         if b"\\" in data:  # escapes in IRIs: as the store reads them, so that hubs are known by their keys
             found = [(_canonical(s), _canonical(p), _canonical(o)) for s, p, o in found]
         hubs_out, hubs_in = self.hubs["out"], self.hubs["in"]
@@ -664,6 +678,8 @@ def update(db: Database, touched: dict[str, list[str]], relations: dict[tuple[st
             tick(len(part))
         new = set(grown)
         for hub in [e for e in touched[direction] if (e, direction) in was] + grown:
+            if hub not in new:
+                tick(1)
             (node,) = nodes([hub]) or (None,)
             if node is None:
                 continue
@@ -677,12 +693,10 @@ def update(db: Database, touched: dict[str, list[str]], relations: dict[tuple[st
                     for r in nodes(some)}}
             else:  # a new hub, most of one's edges, or the load did not say which relations: all of them
                 changed[(hub, direction)] = _degrees(db, term, direction)
-            if hub not in new:
-                tick(1)
 
     _each_direction(run, bar)
     state = {"state": "fresh", "built": utc_now(), "how": how, "seconds": round(time.perf_counter() - started, 2),
-             "threshold": HUB_EDGES, "found": "updated", "touched": sum(map(len, touched.values())),
+             "threshold": HUB_EDGES, "found": "updated", "touched": len({e for es in touched.values() for e in es}),
              "recounted": len(changed)}
     return db.summaries.update_hubs(changed, state)
 
