@@ -415,9 +415,9 @@ class HubTally:
             if not self.skip:
                 with self.lock:
                     if isinstance(q.subject, ox.NamedNode):
-                        self._add("out", b"<" + q.subject.value.encode() + b">")
+                        self._add("out", _token(q.subject))
                     if isinstance(q.object, ox.NamedNode):
-                        self._add("in", b"<" + q.object.value.encode() + b">")
+                        self._add("in", _token(q.object))
                     self.skip = self._gap()
                     self._taken(1)
             yield q
