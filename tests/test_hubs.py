@@ -298,6 +298,64 @@ def test_a_load_into_a_summarised_store_counts_only_the_entities_it_touched(tmp_
         assert state["found"] == "counted" and store.kg.summaries.db.execute(table).fetchall() == kept
 
 
+def test_a_load_into_a_summarised_store_keeps_the_samples_it_did_not_touch(tmp_path, tog, monkeypatch):
+    """Crowded pairs' samples outlive a load that notes what it touches:
+    those of a hub's relations it wrote and of any other entity it wrote an
+    edge of go (and are made again, true to the new edges), the rest stay
+    and are read back, not made again. A load that began and never ended,
+    or one past what it can follow, leaves none (the build drops them all)."""
+    import shutil
+
+    from engine.backends.oxigraph import summaries
+    from engine.store import open_store
+    from loaders.load import load_file
+
+    crowd = 30  # more than a limit of 5 shows (CANDIDATE_WINDOW * 5): each pair below is sampled
+    lines = [f"<{iri('star')}> <{iri('knows')}> <{iri(f'k{i}')}> ." for i in range(HUB_EDGES + 1)]
+    lines += [f"<{iri('star')}> <{iri('likes')}> <{iri(f'l{i}')}> ." for i in range(crowd)]
+    lines += [f"<{iri(f'p{i}')}> <{iri('fan_of')}> <{iri('star')}> ." for i in range(crowd)]
+    lines += [f"<{iri(e)}> <{iri('r')}> <{iri(f'{e}.{i}')}> ." for e in ("mid", "other") for i in range(crowd)]
+    pairs = [(iri("star"), Relation(iri("knows"), "out")), (iri("star"), Relation(iri("likes"), "out")),
+             (iri("star"), Relation(iri("fan_of"), "in")), (iri("mid"), Relation(iri("r"), "out")),
+             (iri("other"), Relation(iri("r"), "out"))]
+    with open_store(tmp_path / "store", create=True) as store:
+        load_file(store.need_sink(), write_nt(tmp_path / "base.nt", lines))
+        store.kg.expand(pairs, limit=5)
+        assert store.kg.made["crowded_pairs"] == 5
+    for copy in ("begun", "over"):
+        shutil.copytree(tmp_path / "store", tmp_path / copy)
+    # star gets an edge of a relation it has (and is named: not an edge between entities),
+    # mid one more neighbour (its sample in the new order), k-new a first in-edge
+    more = write_nt(tmp_path / "more.nt", [f"<{iri('star')}> <{iri('knows')}> <{iri('k-new')}> .",
+                                           f"<{iri('mid')}> <{iri('r')}> <{iri('mid.new')}> .",
+                                           f'<{iri("star")}> <{RDFS_LABEL}> "Star" .'])
+    keys = "SELECT entity, relation, direction FROM pair_samples ORDER BY 1, 2, 3"
+    with open_store(tmp_path / "store") as store:
+        load_file(store.need_sink(), more)
+        assert store.kg.summaries.state()["found"] == "updated"
+        kept = [(local_name(e), local_name(r), d) for e, r, d in store.kg.summaries.db.execute(keys)]
+        assert kept == [("other", "r", "out"), ("star", "fan_of", "in"), ("star", "likes", "out")]
+        got = {pair: [c.node.id for c in store.kg.expand([pair], limit=5)] for pair in pairs}
+        assert store.kg.made["crowded_pairs"] == 2  # the two the load touched, made again
+        degrees = store.kg.summaries.samples([(e, r.id, r.direction) for e, r in pairs])
+        assert degrees[(iri("star"), iri("knows"), "out")][0] == HUB_EDGES + 2
+        assert degrees[(iri("mid"), iri("r"), "out")][0] == crowd + 1
+        store.kg.summaries.clear()  # every pair made again from the store: the same
+        assert {pair: [c.node.id for c in store.kg.expand([pair], limit=5)] for pair in pairs} == got
+    with open_store(tmp_path / "begun") as store:  # a load that began and never ended (killed)
+        store.need_sink().begin()
+    with open_store(tmp_path / "begun") as store:
+        assert store.kg.summaries.counts()["crowded_pairs"] == 5
+        store.kg.expand(pairs[:1], limit=5)  # the first question builds the summaries, without the samples
+        assert store.kg.summaries.state()["how"] == "on first use" and store.kg.made["crowded_pairs"] == 1
+        assert store.kg.summaries.counts()["crowded_pairs"] == 1
+    monkeypatch.setattr(summaries, "TOUCHED_MAX", 1)  # too many to follow: every edge counted, no sample kept
+    with open_store(tmp_path / "over") as store:
+        load_file(store.need_sink(), more)
+        assert store.kg.summaries.state()["found"] == "counted"
+        assert store.kg.summaries.counts()["crowded_pairs"] == 0
+
+
 def test_the_hub_tally_stays_small_and_misses_no_hub(monkeypatch):
     """Lossy counting: with a round of pruning every 500 sampled lines, a
     stream of 300,000 lines about 100,000 entities keeps a few thousand

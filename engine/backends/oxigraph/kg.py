@@ -230,6 +230,7 @@ class OxigraphKG(SparqlReads):
         rows) their neighbours' names; crowded pairs come from their kept
         sample (made now, once), without names."""
         key = {pair: (pair[0], pair[1].id, pair[1].direction) for pair in pairs}
+        self.ready()  # a load that did not finish may have left samples out of date: its build drops them
         with self.meter.timing(lookups=0):
             kept = self.summaries.samples(key.values())
         ordered: dict[tuple[str, Relation], list[str]] = {}
@@ -388,6 +389,7 @@ class SampledSchema:
     def after(self, relations: Sequence[Relation]) -> dict[Relation, list[Relation]]:
         kg = self.kg
         keys = {(r.id, r.direction): r for r in relations}
+        kg.ready()
         with kg.meter.timing(lookups=0):
             kept = kg.summaries.follows(keys)
         todo = [k for k in keys if k not in kept]

@@ -55,8 +55,9 @@ class OxigraphSink:
                 self.tally = Touched(self.db.summaries.hub_entities())
         # the load may add edges anywhere: the hub summaries are out of date until
         # its build (``summarise``), samples and the schema are made again as needed
+        # (the samples of pairs it does not touch stay when it notes what it touches)
         self.db.summaries.mark_stale("a load started")
-        self.db.summaries.clear()
+        self.db.summaries.clear(samples=not isinstance(self.tally, Touched))
         self.db.index.begin_bulk()
 
     def write(self, quads: Iterable[ox.Quad]) -> None:
@@ -93,7 +94,9 @@ class OxigraphSink:
     def end(self) -> None:
         self.db.index.end_bulk(True)
         self.db.generation += 1
-        self.db.summaries.clear()  # also what questions asked of a half-loaded store made
+        # also what questions asked of a half-loaded store made (or, when the
+        # load noted what it touched, its build drops those samples)
+        self.db.summaries.clear(samples=not isinstance(self.tally, Touched))
 
     def summarise(self, progress: bool = False) -> dict | None:
         """Build the hub summaries when a load left them out of date (or a

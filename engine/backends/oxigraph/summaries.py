@@ -225,12 +225,14 @@ class Summaries:
 
     def replace_hubs(self, found: dict[tuple[str, str], dict[str, int]], state: dict) -> None:
         """A build's result: every hub's summary, replacing what was kept, and
-        the state that says how it was made (one transaction)."""
+        the state that says how it was made (one transaction). Every sample
+        and the schema go too: what a load that did not finish, or one that
+        did not follow what it touched, left of them may be out of date."""
         with self.lock:
             if self.persist:
                 db = self.db
-                db.execute("DELETE FROM hubs")
-                db.execute("DELETE FROM hub_relations")
+                for table in ("hubs", "hub_relations", "pair_samples", "schema_follows"):
+                    db.execute(f"DELETE FROM {table}")  # noqa: S608
                 db.executemany("INSERT INTO hubs VALUES (?, ?, ?)",
                                [(e, d, sum(rels.values())) for (e, d), rels in found.items()])
                 db.executemany("INSERT INTO hub_relations VALUES (?, ?, ?, ?)",
@@ -244,18 +246,25 @@ class Summaries:
                     self._hubs[(e, d)] = dict(rels)
             self._state = dict(state)
 
-    def update_hubs(self, changed: dict[tuple[str, str], dict[str, int]], state: dict) -> dict:
+    def update_hubs(self, changed: dict[tuple[str, str], dict[str, int]], state: dict,
+                    touched: Iterable[tuple[str, str | None, str]] = ()) -> dict:
         """Part of a build's result: the summaries of the hubs in ``changed``
         replaced (relations of no edge left out; one no longer past
         HUB_EDGES, which corrections may have made, dropped), the others
         kept, and the state (its totals counted from the tables) written in
-        the same transaction. Returns that state."""
+        the same transaction, with the samples of the pairs a load
+        ``touched`` dropped ((entity, relation, direction), a relation of
+        None for all of them) and the schema (a question may have made
+        them while the load wrote). Returns that state."""
         if not self.persist:
             raise RuntimeError("a read-only view of a store does not load it")
         counted = {key: {r: n for r, n in rels.items() if n > 0} for key, rels in changed.items()}
         changed = {key: rels for key, rels in counted.items() if sum(rels.values()) > HUB_EDGES}
         with self.lock:
             db = self.db
+            db.executemany("DELETE FROM pair_samples WHERE entity = ? AND relation = ? AND direction = ?",
+                           _touched_samples(db, touched))
+            db.execute("DELETE FROM schema_follows")
             db.executemany("DELETE FROM hub_relations WHERE entity = ? AND direction = ?", list(counted))
             db.executemany("DELETE FROM hubs WHERE entity = ? AND direction = ?", list(counted))
             db.executemany("INSERT INTO hubs VALUES (?, ?, ?)",
@@ -322,12 +331,14 @@ class Summaries:
             self._follows.update(found)
 
     # -- the whole -------------------------------------------------------------------
-    def clear(self) -> None:
-        """Forget every sample and the schema (a load may change any pair);
-        the hub summaries stay until the load's build replaces them, marked
-        stale meanwhile (``mark_stale``)."""
+    def clear(self, samples: bool = True) -> None:
+        """Forget the schema and (``samples``) every sample: a load may change
+        any pair, unless it follows what it touches (then its build drops
+        those, ``update_hubs``); the hub summaries stay until the load's
+        build replaces them, marked stale meanwhile (``mark_stale``)."""
+        tables = ("pair_samples", "schema_follows") if samples else ("schema_follows",)
         with self.lock:
-            self._write([(f"DELETE FROM {table}", ()) for table in ("pair_samples", "schema_follows")])  # noqa: S608
+            self._write([(f"DELETE FROM {table}", ()) for table in tables])  # noqa: S608
             self._forget()
 
     def counts(self) -> dict[str, int]:
@@ -339,6 +350,23 @@ class Summaries:
                 "crowded_pairs": self.db.execute("SELECT COUNT(*) FROM pair_samples").fetchone()[0],
                 "schema_relations": self.db.execute("SELECT COUNT(*) FROM schema_follows").fetchone()[0],
             }
+
+
+def _touched_samples(db: sqlite3.Connection, touched: Iterable[tuple[str, str | None, str]]) -> list[Key]:
+    """The keys of the kept samples among ``touched`` (a relation of None:
+    every relation of that entity and direction). The samples are few
+    beside what a load may touch: their keys are read and matched here."""
+    whole: set[tuple[str, str]] = set()
+    some: set[Key] = set()
+    for entity, relation, direction in touched:
+        if relation is None:
+            whole.add((entity, direction))
+        else:
+            some.add((entity, relation, direction))
+    if not whole and not some:
+        return []
+    return [(e, r, d) for e, r, d in db.execute("SELECT entity, relation, direction FROM pair_samples")
+            if (e, d) in whole or (e, r, d) in some]
 
 
 def _parts(items: list[str], size: int = 500) -> Iterable[list[str]]:
@@ -637,6 +665,7 @@ def update(db: Database, touched: dict[str, list[str]], relations: dict[tuple[st
     the load did not say which; the other touched entities, which had at most
     HUB_EDGES edges before, are counted in batches, and each one past
     HUB_EDGES is grouped. A thread per direction, as in :func:`build`.
+    The crowded pairs' samples the load cannot have changed are kept.
     Returns the state, which says so (``found: updated``)."""
     import pyoxigraph as ox
 
@@ -698,7 +727,11 @@ def update(db: Database, touched: dict[str, list[str]], relations: dict[tuple[st
     state = {"state": "fresh", "built": utc_now(), "how": how, "seconds": round(time.perf_counter() - started, 2),
              "threshold": HUB_EDGES, "found": "updated", "touched": len({e for es in touched.values() for e in es}),
              "recounted": len(changed)}
-    return db.summaries.update_hubs(changed, state)
+    # the samples the load may have changed: a hub's of the relations it wrote, any other entity's all
+    every: list[str | None] = [None]
+    samples = [(e, r, d) for d in Directions for e in touched[d]
+               for r in ((relations.get((e, d)) or every) if (e, d) in was else every)]
+    return db.summaries.update_hubs(changed, state, samples)
 
 
 def _degrees(db: Database, term: str, direction: str) -> dict[str, int]:
