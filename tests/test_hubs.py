@@ -139,8 +139,9 @@ def _edge_lines(fmt: str) -> list[str]:
     rng.shuffle(triples)
     if fmt == "tsv":
         return ["\t".join(t) for t in triples]
-    sep = [" ", "\t"]  # N-Triples lets any blank part the terms
-    out = [f"<{iri(s)}>{sep[i % 2]}<{iri(p)}> <{iri(o)}> ." for i, (s, p, o) in enumerate(triples)]
+    sep = [" ", "\t"]  # N-Triples lets any blank part the terms, or none (every edge of h0 and g0)
+    out = [f"<{iri(s)}><{iri(p)}><{iri(o)}>." if "h0" in (s, o) or "g0" in (s, o) else
+           f"<{iri(s)}>{sep[i % 2]}<{iri(p)}> <{iri(o)}> ." for i, (s, p, o) in enumerate(triples)]
     out[100:100] = ["# a comment line", "", f'<{iri("h0")}> <{RDFS_LABEL}> "Hub Zero" .']
     return out
 

@@ -423,16 +423,16 @@ class HubTally:
                 i += gaps[g]
                 g = (g + 1) % GAPS
             self.skip, self.next_gap = i - n + 1, g
-            add = self._add
+            add, triple = self._add, Touched.TRIPLE.match
             for line in picks:
-                parts = line.split(None, 2)
-                if len(parts) != 3:
-                    continue  # blank or a comment
-                s, _, o = parts
+                m = triple(line)
+                if m is None:
+                    continue  # blank, a comment, or not a triple (the load skips it)
+                s, _, o = m.groups()
                 if s[:1] == b"<":
                     add("out", s)
-                if o[:1] == b"<" and (end := o.find(b">")) > 0:
-                    add("in", o[:end + 1])
+                if o:
+                    add("in", o)
             self._taken(len(picks))
 
     def quads(self, quads: Iterable) -> Iterator:
