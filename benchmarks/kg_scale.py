@@ -23,9 +23,17 @@ For each graph (seeded synthetic Freebase-style graphs from ``synth.py``,
    form, which would flatter the batched side);
 4. print KG ms per question of both sides (mean, median, max), their ratio,
    CPU seconds of both, peak RSS, and the growth of the batched side's KG
-   time from the smallest synthetic graph to the largest.
+   time from the smallest synthetic graph to the largest;
+5. with ``--after-load LINES``, load LINES more edges of each synthetic
+   graph (``synth.generate_more``) into copies of its store, which hold
+   the crowded-pair samples the questions made: one as tog loads (the
+   samples of pairs the load did not touch are kept), one with every
+   sample dropped after the same load (what every load did before), and
+   ask the questions once more, cold, in a new process on each
+   (alternating, ``--rounds``): KG ms per question and pairs sorted again.
 
     python benchmarks/kg_scale.py --sizes 1000000 10000000 --questions 40
+    python benchmarks/kg_scale.py --sizes 10000000 --no-metaqa --questions 20 --after-load 1000
 """
 
 from __future__ import annotations
@@ -173,7 +181,7 @@ def per_item(db, frontier: Frontier, name_predicate: str, meter) -> None:
                 q(f"SELECT ?name WHERE {{ {ox.NamedNode(x)} <{name_predicate}> ?name . }}")
 
 
-def child(store: str, questions_file: str, name_predicate: str) -> None:
+def child(store: str, questions_file: str, name_predicate: str, cold_only: bool = False) -> None:
     from engine.graph import Meter
     from engine.pruning import get_pruner
     from engine.reasoning import get_reasoner
@@ -184,16 +192,20 @@ def child(store: str, questions_file: str, name_predicate: str) -> None:
     questions = json.loads(Path(questions_file).read_text(encoding="utf-8"))
     s = open_store(store)
     kg = s.kg
-    kg.summaries.clear()  # samples and schema made by earlier runs; the hub summaries of the load stay
+    if not cold_only:  # (after a load: the samples it kept are what is measured)
+        kg.summaries.clear()  # samples and schema made by earlier runs; the hub summaries of the load stay
     pruner, reasoner = get_pruner("hybrid"), get_reasoner("offline")
     tog_meter = Meter()
     rows = []
-    for pass_ in ("cold", "warm"):
+    for pass_ in ("cold",) if cold_only else ("cold", "warm"):
         for i, item in enumerate(questions):
-            frontier = Frontier(kg)
+            frontier = None if cold_only else Frontier(kg)
             l0, s0, c0 = kg.meter.lookups, kg.meter.seconds, time.process_time()
             r = ask(s, item["question"], pruner, reasoner, SearchConfig(), item["topics"], record=False)
             ours = (kg.meter.seconds - s0, kg.meter.lookups - l0, time.process_time() - c0)
+            if frontier is None:
+                rows.append({"pass": pass_, "i": i, "ours": ours, "answers": sorted(r.result.answer.names)})
+                continue
             del kg.relations, kg.expand  # back to the class's methods
             t0, n0, c0 = tog_meter.seconds, tog_meter.lookups, time.process_time()
             per_item(kg.db, frontier, name_predicate, tog_meter)
@@ -229,6 +241,76 @@ def report(name: str, rows: list[dict]) -> dict:
     return out
 
 
+def load_more(store: str, more: str, how: str) -> None:
+    """Load ``more`` into ``store`` (a copy holding the samples questions
+    made): ``kept`` as tog loads, ``dropped`` then forgets every sample and
+    the schema, as every load did before it followed what it touched."""
+    from engine.store import open_store
+    from loaders.load import load_file
+
+    with open_store(store) as s:
+        report = load_file(s.need_sink(), Path(more))
+        if how == "dropped":
+            s.kg.summaries.clear()
+        kept = s.kg.summaries.counts()["crowded_pairs"]
+    print(json.dumps({"kept": kept, "found": (report.summary or {}).get("found")}))
+
+
+def after_load(args, name: str, size: int, store: Path, qfile: Path, name_predicate: str) -> None:
+    """The questions asked again, cold, after a load of ``--after-load``
+    more edges into copies of the store: with the samples tog keeps against
+    none kept (alternating, ``--rounds`` each)."""
+    import shutil
+
+    from synth import generate_more
+
+    lines = args.after_load
+    more = args.workdir / f"more-{size}-{lines}.nt"
+    if not more.exists():
+        generate_more(lines, size, more)
+    had = summary_counts(store)
+    runs: dict[str, list[dict]] = {"kept": [], "dropped": []}
+    answers: dict[str, list] = {}
+    for _ in range(args.rounds):
+        for how in runs:
+            copy = args.workdir / f"store-{name}-after-{how}"
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(store, copy)
+            loaded = subprocess.run([sys.executable, __file__, "--load-more", str(copy), str(more), how],
+                                    capture_output=True, text=True, check=True)
+            info = json.loads(loaded.stdout.strip().splitlines()[-1])
+            read_through(copy)
+            done = subprocess.run([sys.executable, __file__, "--child", str(copy), str(qfile), name_predicate,
+                                   "--cold-only"], capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.exit(f"{name}: the measuring process failed:\n{done.stderr[-3000:]}")
+            rows = json.loads(done.stdout.strip().splitlines()[-1])
+            ms = [1000 * r["ours"][0] for r in rows[:-1]]
+            answers.setdefault(how, [r["answers"] for r in rows[:-1]])
+            runs[how].append({"mean": statistics.fmean(ms), "median": statistics.median(ms), "max": max(ms),
+                              "sorted": rows[-1]["made"]["crowded_pairs"], "kept": info["kept"],
+                              "found": info["found"]})
+            print(f"  {name} after a load of {lines:,} lines, samples {how}: cold KG ms/question mean "
+                  f"{runs[how][-1]['mean']:.1f}, median {runs[how][-1]['median']:.1f}, max {runs[how][-1]['max']:.1f}; "
+                  f"crowded pairs sorted again {runs[how][-1]['sorted']} (kept {info['kept']} of "
+                  f"{had['crowded_pairs']}; summaries {info['found']})", flush=True)
+    kept, dropped = runs["kept"], runs["dropped"]
+    mean = statistics.median(r["mean"] for r in kept), statistics.median(r["mean"] for r in dropped)
+    median = statistics.median(r["median"] for r in kept), statistics.median(r["median"] for r in dropped)
+    print(f"{name} after a load of {lines:,} lines: cold KG ms/question with the samples kept mean {mean[0]:.1f}, "
+          f"median {median[0]:.1f}, against every sample dropped {mean[1]:.1f}, {median[1]:.1f} "
+          f"({mean[1] / mean[0]:.2f}x by mean, {median[1] / median[0]:.2f}x by median); crowded pairs sorted again "
+          f"{kept[0]['sorted']} against {dropped[0]['sorted']}; same answers: "
+          f"{answers['kept'] == answers['dropped']}", flush=True)
+
+
+def summary_counts(store: Path) -> dict:
+    from engine.store import open_store
+
+    with open_store(store) as s:
+        return s.kg.summaries.counts()
+
+
 def read_through(store: Path) -> None:
     """Read every file of the store once, so that the operating system has
     it in memory: "cold" then means a new process (nothing in tog's or
@@ -248,12 +330,21 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=40, help="Questions per graph.")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "tog-bench-scale")
+    ap.add_argument("--after-load", type=int, default=0, metavar="LINES",
+                    help="Then load LINES more edges of each synthetic graph into copies of its store and ask "
+                         "the questions again, cold: the samples a load keeps against none kept.")
+    ap.add_argument("--rounds", type=int, default=2, help="Alternating rounds of --after-load.")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--cold-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--load-more", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--build", nargs=2, help=argparse.SUPPRESS)
     ap.add_argument("--make-questions", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(*args.child)
+        child(*args.child, cold_only=args.cold_only)
+        return
+    if args.load_more:
+        load_more(*args.load_more)
         return
     if args.build:
         build(args.build[0], int(args.build[1]), args.workdir)
@@ -285,6 +376,8 @@ def main() -> None:
         if done.returncode != 0:
             sys.exit(f"{name}: the measuring process failed:\n{done.stderr[-3000:]}")
         figures[name] = report(name, json.loads(done.stdout.strip().splitlines()[-1]))
+        if args.after_load and kind != "metaqa":
+            after_load(args, name, size, store, qfile, name_predicate)
     synth = [n for n, _ in graphs if n != "metaqa"]
     if len(synth) > 1:
         small, big = figures[synth[0]]["warm"], figures[synth[-1]]["warm"]
