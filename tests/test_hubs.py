@@ -186,7 +186,8 @@ def test_a_load_into_an_empty_store_finds_every_hub_from_a_sample(tmp_path, fmt,
     assert loaded.exit_code == 0 and "updated for the 2 entities the load wrote edges of" in loaded.output
     info = tog("info", "--store", tmp_path / "store").output
     hubs = 0 if fmt == "tsv" else 1  # a delimited file's entities are not named iri(...)
-    assert f"(updated for the 2 entities the last load wrote edges of: {hubs} hub summaries counted again)" \
+    assert f"(updated for the 2 entities the last load wrote edges of: {hubs} hub summaries counted again, " \
+           "0 crowded-pair samples merged)" \
         in info, info
     with open_store(tmp_path / "store") as store:  # what the update kept is what counting every edge gives
         kept = store.kg.summaries.db.execute(table).fetchall()
@@ -301,54 +302,99 @@ def test_a_load_into_a_summarised_store_counts_only_the_entities_it_touched(tmp_
         assert state["found"] == "counted" and store.kg.summaries.db.execute(table).fetchall() == kept
 
 
-def test_a_load_into_a_summarised_store_keeps_the_samples_it_did_not_touch(tmp_path, tog, monkeypatch):
-    """Crowded pairs' samples outlive a load that notes what it touches:
-    those of a hub's relations it wrote and of any other entity it wrote an
-    edge of go (and are made again, true to the new edges), the rest stay
-    and are read back, not made again. A load that began and never ended,
-    or one past what it can follow, leaves none (the build drops them all)."""
+@pytest.mark.parametrize("fmt", ["nt", "nt-bad", "ttl"])
+def test_a_load_into_a_summarised_store_keeps_the_samples_and_merges_what_it_wrote(tmp_path, fmt, tog, monkeypatch):
+    """Crowded pairs' samples outlive a load that notes what it writes: a
+    kept pair it wrote edges of gets the new neighbours merged in (those
+    the store holds, a literal too; a line the store refuses adds none),
+    the sample order kept, so that it equals a sample made again from the
+    store; the rest stay as they were, and nothing is sorted again. Past
+    FACTS_MAX noted edges the touched samples go instead; a load that
+    began and never ended, or one past what it can follow, leaves none
+    (the build drops them all). The second load's lines are noted as text
+    (``nt``), or as parsed quads (``ttl``; ``nt-bad``, whose bad line sends
+    its block down the careful path)."""
     import shutil
 
+    from engine.backends.oxigraph import kg as kg_module
     from engine.backends.oxigraph import summaries
     from engine.store import open_store
     from loaders.load import load_file
 
-    crowd = 30  # more than a limit of 5 shows (CANDIDATE_WINDOW * 5): each pair below is sampled
+    keep = 20  # a sample keeps the first 20 (the window of a limit of 5): every pair below is cut short
+    monkeypatch.setattr(summaries, "SAMPLE_KEEP", keep)
+    monkeypatch.setattr(kg_module, "SAMPLE_KEEP", keep)
+    crowd = 30
     lines = [f"<{iri('star')}> <{iri('knows')}> <{iri(f'k{i}')}> ." for i in range(HUB_EDGES + 1)]
     lines += [f"<{iri('star')}> <{iri('likes')}> <{iri(f'l{i}')}> ." for i in range(crowd)]
     lines += [f"<{iri(f'p{i}')}> <{iri('fan_of')}> <{iri('star')}> ." for i in range(crowd)]
-    lines += [f"<{iri(e)}> <{iri('r')}> <{iri(f'{e}.{i}')}> ." for e in ("mid", "other") for i in range(crowd)]
+    lines += [f"<{iri(e)}> <{iri('r')}> <{iri(f'{e}.{i}')}> ." for e in ("mid", "other", "quiet") for i in range(crowd)]
     pairs = [(iri("star"), Relation(iri("knows"), "out")), (iri("star"), Relation(iri("likes"), "out")),
              (iri("star"), Relation(iri("fan_of"), "in")), (iri("mid"), Relation(iri("r"), "out")),
-             (iri("other"), Relation(iri("r"), "out"))]
+             (iri("other"), Relation(iri("r"), "out")), (iri("quiet"), Relation(iri("r"), "out"))]
+    keys = [(e, r.id, r.direction) for e, r in pairs]
     with open_store(tmp_path / "store", create=True) as store:
         load_file(store.need_sink(), write_nt(tmp_path / "base.nt", lines))
         store.kg.expand(pairs, limit=5)
-        assert store.kg.made["crowded_pairs"] == 5
-    for copy in ("begun", "over"):
-        shutil.copytree(tmp_path / "store", tmp_path / copy)
-    # star gets an edge of a relation it has (and is named: not an edge between entities),
-    # mid one more neighbour (its sample in the new order), k-new a first in-edge
-    more = write_nt(tmp_path / "more.nt", [f"<{iri('star')}> <{iri('knows')}> <{iri('k-new')}> .",
-                                           f"<{iri('mid')}> <{iri('r')}> <{iri('mid.new')}> .",
-                                           f'<{iri("star")}> <{RDFS_LABEL}> "Star" .'])
-    keys = "SELECT entity, relation, direction FROM pair_samples ORDER BY 1, 2, 3"
+        assert store.kg.made["crowded_pairs"] == 6
+        gone = store.kg.summaries.samples(keys[3:4])[keys[3]][1][0]
+    # a correction takes one of mid's first 20 away: its sample holds 19, the first of 29
+    removed = tog("correct", "--remove", f"<{iri('mid')}>|<{iri('r')}>|<{gone}>", "--reason", "r",
+                  "--store", tmp_path / "store")
+    assert removed.exit_code == 0, removed.output
     with open_store(tmp_path / "store") as store:
+        before = store.kg.summaries.samples(keys)
+    assert [len(before[k][1]) for k in keys] == [keep, keep, keep, keep - 1, keep, keep]
+    for copy in ("begun", "over", "many"):
+        shutil.copytree(tmp_path / "store", tmp_path / copy)
+
+    def new_iri(prefix: str, after: list[str]) -> str:
+        """A new neighbour's IRI that sorts ahead of the last of ``after``, or after all of them."""
+        last = max(map(sample_key, after))
+        return next(x for x in (iri(f"{prefix}{i}") for i in range(1000))
+                    if (sample_key(x) < last) == (after is before[knows][1]))
+
+    knows, mid, other = keys[0], keys[3], keys[4]
+    new = {"k": new_iri("k-new", before[knows][1]),  # ahead of the last of star's sample
+           "m": new_iri("mid.new", [iri(f"mid.{i}") for i in range(crowd)])}  # after every one of mid's
+    has = next(x for x in (iri(f"mid.{i}") for i in range(crowd)) if x != gone)
+    more_lines = [
+        f"<{iri('star')}> <{iri('knows')}> <{new['k']}> .",
+        f"<{iri('mid')}> <{iri('r')}> <{new['m']}> .",
+        f"<{iri('mid')}> <{iri('r')}> <{has}> .",  # an edge it has
+        f'<{iri("other")}> <{iri("r")}> "a literal" .',
+        f"<{iri('quiet')}> <{iri('elsewhere')}> <{iri('z')}> .",  # quiet touched, not through its pair
+        f'<{iri("star")}> <{RDFS_LABEL}> "Star" .']
+    if fmt == "nt-bad":  # a line the store refuses (a Turtle file's would stop its parser): skipped
+        more_lines.insert(4, f"<{iri('other')}> <{iri('r')}> <{iri('not an iri')}> .")
+    more = write_nt(tmp_path / f"more.{fmt.split('-')[0]}", more_lines)  # N-Triples lines are Turtle too
+    with open_store(tmp_path / "store") as store:
+        report = load_file(store.need_sink(), more)
+        state = store.kg.summaries.state()
+        assert report.skipped == (fmt == "nt-bad") and state["found"] == "updated" and state["samples_merged"] == 3
+        merged = store.kg.summaries.samples(keys)
+        assert set(merged) == set(keys) and all(merged[k] == before[k] for k in (keys[1], keys[2], keys[5]))
+        assert merged[knows][0] == HUB_EDGES + 2 and new["k"] in merged[knows][1]
+        # mid's sample held the first 19 of 29: one after all of them cannot join (it is not the 20th)
+        assert merged[mid] == (crowd, before[mid][1])
+        assert merged[other][0] == crowd + 1
+        got = {pair: [c.node.id for c in store.kg.expand([pair], limit=3)] for pair in pairs}
+        assert store.kg.made["crowded_pairs"] == 0  # nothing sorted again
+        store.kg.summaries.clear()  # every pair made again from the store: the same samples, the same answers
+        assert {pair: [c.node.id for c in store.kg.expand([pair], limit=3)] for pair in pairs} == got
+        made = store.kg.summaries.samples(keys)
+        for k in keys:  # each merged sample is the first of the pair's neighbours as they are now
+            assert merged[k][0] == made[k][0] and merged[k][1] == made[k][1][:len(merged[k][1])], k
+    assert "3 crowded-pair samples merged" in tog("info", "--store", tmp_path / "store").output
+    monkeypatch.setattr(summaries, "FACTS_MAX", 2)  # too many edges of kept pairs: the touched samples go
+    with open_store(tmp_path / "many") as store:
         load_file(store.need_sink(), more)
-        assert store.kg.summaries.state()["found"] == "updated"
-        kept = [(local_name(e), local_name(r), d) for e, r, d in store.kg.summaries.db.execute(keys)]
-        assert kept == [("other", "r", "out"), ("star", "fan_of", "in"), ("star", "likes", "out")]
-        got = {pair: [c.node.id for c in store.kg.expand([pair], limit=5)] for pair in pairs}
-        assert store.kg.made["crowded_pairs"] == 2  # the two the load touched, made again
-        degrees = store.kg.summaries.samples([(e, r.id, r.direction) for e, r in pairs])
-        assert degrees[(iri("star"), iri("knows"), "out")][0] == HUB_EDGES + 2
-        assert degrees[(iri("mid"), iri("r"), "out")][0] == crowd + 1
-        store.kg.summaries.clear()  # every pair made again from the store: the same
-        assert {pair: [c.node.id for c in store.kg.expand([pair], limit=5)] for pair in pairs} == got
+        assert store.kg.summaries.state()["samples_merged"] == 0
+        assert sorted(store.kg.summaries.samples(keys)) == sorted([keys[1], keys[2]])  # quiet's went too
     with open_store(tmp_path / "begun") as store:  # a load that began and never ended (killed)
         store.need_sink().begin()
     with open_store(tmp_path / "begun") as store:
-        assert store.kg.summaries.counts()["crowded_pairs"] == 5
+        assert store.kg.summaries.counts()["crowded_pairs"] == 6
         store.kg.expand(pairs[:1], limit=5)  # the first question builds the summaries, without the samples
         assert store.kg.summaries.state()["how"] == "on first use" and store.kg.made["crowded_pairs"] == 1
         assert store.kg.summaries.counts()["crowded_pairs"] == 1

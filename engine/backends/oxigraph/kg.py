@@ -367,7 +367,8 @@ def summary_text(state: dict) -> str:
         built += " (found by counting every edge)"
     elif state.get("found") == "updated":
         built += (f" (updated for the {state.get('touched', 0):,} entities the last load wrote edges of: "
-                  f"{state.get('recounted', 0):,} hub summaries counted again)")
+                  f"{state.get('recounted', 0):,} hub summaries counted again, "
+                  f"{state.get('samples_merged', 0):,} crowded-pair samples merged)")
     if state.get("state") == "stale":
         built = f"hubs: out of date ({state.get('why', 'a load started')}; rebuilt at the load's end or on the " \
                 f"next question); before that, {built}"

@@ -52,10 +52,10 @@ class OxigraphSink:
             if self.db.empty():
                 self.tally = HubTally()
             elif self.db.summaries.fresh():
-                self.tally = Touched(self.db.summaries.hub_entities())
+                self.tally = Touched(self.db.summaries.hub_entities(), self.db.summaries.sample_keys())
         # the load may add edges anywhere: the hub summaries are out of date until
         # its build (``summarise``), samples and the schema are made again as needed
-        # (the samples of pairs it does not touch stay when it notes what it touches)
+        # (when it notes what it touches, the samples stay: its build merges its edges into them)
         self.db.summaries.mark_stale("a load started")
         self.db.summaries.clear(samples=not isinstance(self.tally, Touched))
         self.db.index.begin_bulk()
@@ -95,7 +95,8 @@ class OxigraphSink:
         self.db.index.end_bulk(True)
         self.db.generation += 1
         # also what questions asked of a half-loaded store made (or, when the
-        # load noted what it touched, its build drops those samples)
+        # load noted what it touched, its build drops the samples made meanwhile
+        # of the pairs it touched)
         self.db.summaries.clear(samples=not isinstance(self.tally, Touched))
 
     def summarise(self, progress: bool = False) -> dict | None:
@@ -108,7 +109,8 @@ class OxigraphSink:
         if isinstance(self.tally, Touched):
             touched = self.tally.touched()
             if touched is not None:
-                return update(self.db, *touched, how="at load", progress=progress)
+                return update(self.db, *touched, how="at load", progress=progress,
+                              sampled=self.tally.sampled, sample_edges=self.tally.sample_edges())
             return build(self.db, how="at load", progress=progress)
         return build(self.db, how="at load", progress=progress,
                      candidates=self.tally.candidates() if self.tally is not None else None)

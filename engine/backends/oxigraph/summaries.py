@@ -14,7 +14,8 @@ all of a hub's edges.
   neighbours than a search looks at, its degree and its first
   ``SAMPLE_KEEP`` neighbours in the sample order every backend uses
   (``backends.common.sample_key``), sorted by the store inside the query
-  the first time the pair is expanded, and kept;
+  the first time the pair is expanded, and kept (a load that notes what
+  it writes merges the new neighbours of a kept pair into its sample);
 - ``schema_follows``: which relations follow a relation (the offline
   judge's look-ahead), from a bounded sample of its tails, made in batches
   when first needed, and kept.
@@ -64,6 +65,7 @@ CANDIDATE = 50       # sampled edges that make an entity worth counting: half of
 TALLY_BUCKET = 1_000_000  # sampled lines per round of the tally's pruning (lossy counting)
 GAPS = 1 << 16       # the tally's random gaps between sampled lines, used in turn
 TOUCHED_MAX = 500_000  # entities a direction that a load into a summarised store notes; past it, count every edge
+FACTS_MAX = 100_000  # edges of sampled pairs such a load notes to merge into their samples; past it, those go
 PAIR_COST = 150      # a query's own cost, in edges read (0.1 ms against 0.7 µs an edge, measured)
 
 MEMORY_MAX = 200_000  # entries each in-memory view holds before it starts over
@@ -248,23 +250,28 @@ class Summaries:
             self._state = dict(state)
 
     def update_hubs(self, changed: dict[tuple[str, str], dict[str, int]], state: dict,
-                    touched: Iterable[tuple[str, str | None, str]] = ()) -> dict:
+                    touched: Iterable[tuple[str, str | None, str]] = (),
+                    merged: dict[Key, tuple[int, list[str]]] | None = None, spared: Iterable[Key] = ()) -> dict:
         """Part of a build's result: the summaries of the hubs in ``changed``
         replaced (relations of no edge left out; one no longer past
         HUB_EDGES, which corrections may have made, dropped), the others
         kept, and the state (its totals counted from the tables) written in
-        the same transaction, with the samples of the pairs a load
-        ``touched`` dropped ((entity, relation, direction), a relation of
-        None for all of them) and the schema (a question may have made
-        them while the load wrote). Returns that state."""
+        the same transaction, with the samples of a load: those ``merged``
+        replaced, the others of the pairs it ``touched`` ((entity, relation,
+        direction), a relation of None for all of them) dropped unless
+        ``spared`` (it wrote none of their edges), and the schema dropped (a
+        question may have made them while the load wrote). Returns that state."""
         if not self.persist:
             raise RuntimeError("a read-only view of a store does not load it")
         counted = {key: {r: n for r, n in rels.items() if n > 0} for key, rels in changed.items()}
         changed = {key: rels for key, rels in counted.items() if sum(rels.values()) > HUB_EDGES}
         with self.lock:
             db = self.db
+            merged, spared = merged or {}, set(spared)
             db.executemany("DELETE FROM pair_samples WHERE entity = ? AND relation = ? AND direction = ?",
-                           _touched_samples(db, touched))
+                           [k for k in _touched_samples(db, touched) if k not in spared and k not in merged])
+            db.executemany("INSERT OR REPLACE INTO pair_samples VALUES (?, ?, ?, ?, ?)",
+                           [(*k, n, json.dumps(sample)) for k, (n, sample) in merged.items()])
             db.execute("DELETE FROM schema_follows")
             db.executemany("DELETE FROM hub_relations WHERE entity = ? AND direction = ?", list(counted))
             db.executemany("DELETE FROM hubs WHERE entity = ? AND direction = ?", list(counted))
@@ -300,6 +307,12 @@ class Summaries:
                 if got is not None:
                     out[key] = got
         return out
+
+    def sample_keys(self) -> list[Key]:
+        """Every crowded pair kept."""
+        with self.lock:
+            return [tuple(k) for k in self.db.execute("SELECT entity, relation, direction FROM pair_samples")] \
+                if self._tables() else []
 
     def set_sample(self, key: Key, degree: int, sample: Sequence[str]) -> None:
         with self.lock:
@@ -507,12 +520,21 @@ class Touched:
     TRIPLE = re.compile(rb'^[ \t]*(<[^>\n]*>|_:[^\s<"]+)[ \t]*(<[^>\n]*>)[ \t]*(<[^>\n]*>)?', re.M)
     NO_TRIPLE = re.compile(rb"^[ \t]*(?:#|\r?$)", re.M)  # a blank or comment line (and the end after the last)
 
-    def __init__(self, hubs: dict[str, list[str]]) -> None:
+    def __init__(self, hubs: dict[str, list[str]], sampled: Iterable[Key] = ()) -> None:
         self.lock = threading.Lock()
         self.hubs = {d: {b"<" + e.encode() + b">" for e in hubs.get(d, ())} for d in Directions}
         self.keys: dict[str, set[bytes]] = {"out": set(), "in": set()}
         self.pairs: dict[str, set[tuple[bytes, bytes]]] = {"out": set(), "in": set()}
         self.over = False
+        # the crowded pairs kept when the load began, and the edges it writes of them
+        # (whole lines, or quads), so that their samples are merged rather than made again
+        self.sampled: frozenset[Key] = frozenset(sampled)
+        self.sampled_pairs: dict[str, set[tuple[bytes, bytes]]] = {"out": set(), "in": set()}
+        for e, r, d in self.sampled:
+            self.sampled_pairs[d].add((b"<" + e.encode() + b">", b"<" + r.encode() + b">"))
+        self.sample_lines: list[bytes] = []
+        self.sample_quads: list = []
+        self.samples_over = False
 
     def lines(self, data: bytes) -> None:
         """N-Triples text (whole lines) that the load writes."""
@@ -535,7 +557,29 @@ class Touched:
             self.keys["in"].update(o for _, _, o in found if o)
             self.pairs["out"].update((s, p) for s, p, _ in found if s in hubs_out)
             self.pairs["in"].update((o, p) for _, p, o in found if o in hubs_in)
+            so, si = self.sampled_pairs["out"], self.sampled_pairs["in"]
+            if (so or si) and not self.samples_over and (
+                    any((s, p) in so for s, p, _ in found) or any((o, p) in si for _, p, o in found if o)):
+                self._sample_lines(data)
             self._room()
+
+    def _sample_lines(self, data: bytes) -> None:
+        """Keep the lines of ``data`` that are edges of a kept crowded pair."""
+        so, si = self.sampled_pairs["out"], self.sampled_pairs["in"]
+        for m in self.TRIPLE.finditer(data):
+            s, p, o = m.groups()
+            if b"\\" in m.group(0):
+                s, p, o = _canonical(s), _canonical(p), _canonical(o)
+            if (s, p) in so or (o and (o, p) in si):
+                end = data.find(b"\n", m.start())
+                self.sample_lines.append(data[m.start():end if end >= 0 else len(data)])
+        self._sample_room()
+
+    def _sample_room(self) -> None:
+        if len(self.sample_lines) + len(self.sample_quads) > FACTS_MAX:
+            self.samples_over = True
+            self.sample_lines.clear()
+            self.sample_quads.clear()
 
     def quads(self, quads: Iterable) -> Iterator:
         """Quads the load writes, passed on as they are (and noted)."""
@@ -553,10 +597,15 @@ class Touched:
                     out.add(s)
                     if s in hubs_out:
                         self.pairs["out"].add((s, p))
-                    if isinstance(q.object, ox.NamedNode):
-                        into.add(o := _token(q.object))
+                    o = _token(q.object) if isinstance(q.object, ox.NamedNode) else None
+                    if o is not None:
+                        into.add(o)
                         if o in hubs_in:
                             self.pairs["in"].add((o, p))
+                    if ((s, p) in self.sampled_pairs["out"] or (o, p) in self.sampled_pairs["in"]) \
+                            and not self.samples_over:
+                        self.sample_quads.append(q)
+                        self._sample_room()
                     if i % 4096 == 0:
                         with self.lock:
                             self._room()
@@ -571,6 +620,35 @@ class Touched:
         for d in Directions:
             self.keys[d].clear()
             self.pairs[d].clear()
+        self.sample_lines.clear()
+        self.sample_quads.clear()
+
+    def sample_edges(self) -> dict[Key, set[str]] | None:
+        """{key of a pair kept when the load began: the neighbours (ids) the
+        load wrote edges to}, from the quads noted and the lines, read by
+        the store's own parser (a line it refused, the load skipped), or
+        None past FACTS_MAX."""
+        import pyoxigraph as ox
+
+        with self.lock:
+            if self.samples_over or self.over:
+                return None
+            quads = list(self.sample_quads)
+            for line in self.sample_lines:
+                try:
+                    quads.extend(ox.parse(line, ox.RdfFormat.N_TRIPLES))
+                except SyntaxError:
+                    continue  # the load skipped it
+        found: dict[Key, set[str]] = {}
+        for q in quads:
+            s, p, o = q.subject, q.predicate, q.object
+            if isinstance(o, ox.BlankNode) or not isinstance(s, ox.NamedNode):
+                continue
+            if (key := (s.value, p.value, "out")) in self.sampled:
+                found.setdefault(key, set()).add(str(o) if isinstance(o, ox.Literal) else o.value)
+            if isinstance(o, ox.NamedNode) and (key := (o.value, p.value, "in")) in self.sampled:
+                found.setdefault(key, set()).add(s.value)
+        return found
 
     def touched(self) -> tuple[dict[str, list[str]], dict[tuple[str, str], list[str]]] | None:
         """({direction: IRIs the load wrote an edge of}, {(hub, direction):
@@ -657,7 +735,8 @@ def build(db: Database, *, how: str = "at load", progress: bool = False,
 
 
 def update(db: Database, touched: dict[str, list[str]], relations: dict[tuple[str, str], list[str]], *,
-           how: str = "at load", progress: bool = False) -> dict:
+           how: str = "at load", progress: bool = False, sampled: Iterable[Key] = (),
+           sample_edges: dict[Key, set[str]] | None = None) -> dict:
     """The hub summaries after a load into a store whose summaries were
     fresh, from what it touched (a :class:`Touched`): a load only adds
     edges, so every other hub stays as it was. A touched hub has the
@@ -666,8 +745,11 @@ def update(db: Database, touched: dict[str, list[str]], relations: dict[tuple[st
     the load did not say which; the other touched entities, which had at most
     HUB_EDGES edges before, are counted in batches, and each one past
     HUB_EDGES is grouped. Directions as in :func:`build`.
-    The crowded pairs' samples the load cannot have changed are kept.
-    Returns the state, which says so (``found: updated``)."""
+    The crowded pairs' samples the load cannot have changed are kept; of
+    those ``sampled`` when it began, the ones it wrote edges of
+    (``sample_edges``, :meth:`Touched.sample_edges`) get those neighbours
+    merged in, the sample order kept (without them, they go). Returns the
+    state, which says so (``found: updated``, ``samples_merged``)."""
     import pyoxigraph as ox
 
     from engine.graph import utc_now
@@ -732,7 +814,33 @@ def update(db: Database, touched: dict[str, list[str]], relations: dict[tuple[st
     every: list[str | None] = [None]
     samples = [(e, r, d) for d in Directions for e in touched[d]
                for r in ((relations.get((e, d)) or every) if (e, d) in was else every)]
-    return db.summaries.update_hubs(changed, state, samples)
+    merged: dict[Key, tuple[int, list[str]]] = {}
+    if sample_edges is not None:
+        kept = db.summaries.samples(sample_edges)
+        merged = {key: _merged(db, key, kept[key], new) for key, new in sample_edges.items() if key in kept}
+    state["samples_merged"] = len(merged)
+    return db.summaries.update_hubs(changed, state, samples, merged, sampled if sample_edges is not None else ())
+
+
+def _merged(db: Database, key: Key, kept: tuple[int, list[str]], new: set[str]) -> tuple[int, list[str]]:
+    """A kept sample with the neighbours a load wrote edges to merged in,
+    still the first neighbours of the pair in the sample order: a sample
+    that held only the first of them keeps as many (a new one ahead of its
+    last takes the last's place; one after it may come after neighbours it
+    never held). With the pair's degree, counted."""
+    import heapq
+
+    import pyoxigraph as ox
+
+    from engine.backends.common import sample_key
+    from engine.queries import render, sparql_term
+
+    entity, relation, direction = key
+    rows = db.query(render(f"degree_{direction}", e=sparql_term(ox.NamedNode(entity)),
+                           p=sparql_term(ox.NamedNode(relation))))
+    before, old = kept
+    cut = len(old) if len(old) < before else max(len(old), SAMPLE_KEEP)
+    return int(rows[0]["n"].value), heapq.nsmallest(cut, set(old) | new, key=sample_key)
 
 
 def _degrees(db: Database, term: str, direction: str) -> dict[str, int]:
