@@ -256,7 +256,9 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
     summary = sink.summarise(progress)
     if summary is not None and sum(summary["hubs"].values()):
         hubs = summary["hubs"]
-        how = f", updated for the {summary['touched']:,} entities the load wrote edges of" \
+        merged = summary.get("samples_merged", 0)
+        how = (f", updated for the {summary['touched']:,} entities the load wrote edges of"
+               + (f" ({merged:,} crowded-pair samples merged)" if merged else "")) \
             if summary.get("found") == "updated" else ""
         echo(f"hub summaries: {hubs['out']:,} entities with more than {summary['threshold']:,} edges out, "
              f"{hubs['in']:,} in ({summary['edges']:,} edges) in {summary['seconds']:.1f}s{how}")

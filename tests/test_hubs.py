@@ -345,7 +345,7 @@ def test_a_load_into_a_summarised_store_keeps_the_samples_and_merges_what_it_wro
     with open_store(tmp_path / "store") as store:
         before = store.kg.summaries.samples(keys)
     assert [len(before[k][1]) for k in keys] == [keep, keep, keep, keep - 1, keep, keep]
-    for copy in ("begun", "over", "many"):
+    for copy in ("begun", "over", "many", "cli"):
         shutil.copytree(tmp_path / "store", tmp_path / copy)
 
     def new_iri(prefix: str, after: list[str]) -> str:
@@ -386,6 +386,8 @@ def test_a_load_into_a_summarised_store_keeps_the_samples_and_merges_what_it_wro
         for k in keys:  # each merged sample is the first of the pair's neighbours as they are now
             assert merged[k][0] == made[k][0] and merged[k][1] == made[k][1][:len(merged[k][1])], k
     assert "3 crowded-pair samples merged" in tog("info", "--store", tmp_path / "store").output
+    loaded = tog("load", more, "--store", tmp_path / "cli", "--no-progress")
+    assert loaded.exit_code == 0 and "(3 crowded-pair samples merged)" in loaded.output, loaded.output
     monkeypatch.setattr(summaries, "FACTS_MAX", 2)  # too many edges of kept pairs: the touched samples go
     with open_store(tmp_path / "many") as store:
         load_file(store.need_sink(), more)
