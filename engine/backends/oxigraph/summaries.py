@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import re
 import sqlite3
@@ -687,8 +686,8 @@ def build(db: Database, *, how: str = "at load", progress: bool = False,
     per direction (or, given ``candidates`` from a load's :class:`HubTally`,
     only those), then each hub's relations and their degrees (one native
     count over its edges; a candidate that turns out to have at most
-    HUB_EDGES is dropped, which its count tells), a direction at a time or
-    a thread each (:func:`_each_direction`). What was
+    HUB_EDGES is dropped, which its count tells). pyoxigraph lets go of the interpreter while it
+    evaluates, so the work is shared by a thread per direction. What was
     kept is replaced in one transaction, and the state says when and
     ``how`` (``at load``, ``on first use``). Returns that state."""
     import pyoxigraph as ox
@@ -744,7 +743,7 @@ def update(db: Database, touched: dict[str, list[str]], relations: dict[tuple[st
     all of them in one grouped count when that reads less (PAIR_COST) or
     the load did not say which; the other touched entities, which had at most
     HUB_EDGES edges before, are counted in batches, and each one past
-    HUB_EDGES is grouped. Directions as in :func:`build`.
+    HUB_EDGES is grouped. A thread per direction, as in :func:`build`.
     The crowded pairs' samples the load cannot have changed are kept; of
     those ``sampled`` when it began, the ones it wrote edges of
     (``sample_edges``, :meth:`Touched.sample_edges`) get those neighbours
@@ -852,21 +851,9 @@ def _degrees(db: Database, term: str, direction: str) -> dict[str, int]:
 
 def _each_direction(run, bar) -> None:
     """``run(direction)`` in a thread per direction (pyoxigraph lets go of
-    the interpreter while it evaluates) when the machine has more than two
-    cores, else one direction after the other: on two, RocksDB compacts
-    what the load wrote on them too, and two threads of counts beside it
-    took a fifth more CPU for no less time (measured at 10M triples). The
-    first failure is raised here, once both are done and the progress bar
-    is closed."""
+    the interpreter while it evaluates); the first failure is raised here,
+    once both are done and the progress bar is closed."""
     failures: list[BaseException] = []
-    if (os.cpu_count() or 1) <= 2:
-        try:
-            for direction in Directions:
-                run(direction)
-        finally:
-            if bar is not None:
-                bar.close()
-        return
 
     def guarded(direction: str) -> None:
         try:
