@@ -357,7 +357,7 @@ def test_a_load_into_a_summarised_store_keeps_the_samples_and_merges_what_it_wro
            "m": new_iri("mid.new", [iri(f"mid.{i}") for i in range(crowd)])}  # after every one of mid's
     has = next(x for x in (iri(f"mid.{i}") for i in range(crowd)) if x != gone)
     more_lines = [
-        f"<{iri('star')}> <{iri('knows')}> <{new['k']}> .",
+        f"<{iri('st')}\\u0061r> <{iri('knows')}> <{new['k']}> .",  # star, its "a" escaped
         f"<{iri('mid')}> <{iri('r')}> <{new['m']}> .",
         f"<{iri('mid')}> <{iri('r')}> <{has}> .",  # an edge it has
         f'<{iri("other")}> <{iri("r")}> "a literal" .',
