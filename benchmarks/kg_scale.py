@@ -26,8 +26,8 @@ For each graph (seeded synthetic Freebase-style graphs from ``synth.py``,
    time from the smallest synthetic graph to the largest;
 5. with ``--after-load LINES``, load LINES more edges of each synthetic
    graph (``synth.generate_more``) into copies of its store, which hold
-   the crowded-pair samples the questions made: one as tog loads (the
-   samples of pairs the load did not touch are kept), one with every
+   the crowded-pair samples the questions made: one as tog loads (every
+   sample kept, the load's new edges merged in), one with every
    sample dropped after the same load (what every load did before), and
    ask the questions once more, cold, in a new process on each
    (alternating, ``--rounds``): KG ms per question and pairs sorted again.
@@ -258,8 +258,8 @@ def load_more(store: str, more: str, how: str) -> None:
 
 def after_load(args, name: str, size: int, store: Path, qfile: Path, name_predicate: str) -> None:
     """The questions asked again, cold, after a load of ``--after-load``
-    more edges into copies of the store: with the samples tog keeps against
-    none kept (alternating, ``--rounds`` each)."""
+    more edges into copies of the store: with the samples tog keeps (and
+    merges) against none kept (alternating, ``--rounds`` each)."""
     import shutil
 
     from synth import generate_more
