@@ -1,2 +1,3 @@
-// Forget a kept sample (made again when needed).
-MATCH (s:TogSample {key: $key}) DELETE s
+// Forget kept samples (made again when needed).
+UNWIND $keys AS key
+MATCH (s:TogSample {key: key}) DELETE s

@@ -254,7 +254,9 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
             before = " (skipped before the resume)" if report.resumed_from and not report.bad else ""
             echo(f"  … and {report.skipped - len(report.bad):,} more bad lines{before}")
     summary = sink.summarise(progress)
-    if summary is not None and sum(summary["hubs"].values()):
+    if summary is not None and "hubs" not in summary and summary.get("samples_merged"):  # Neo4j: no hubs to count
+        echo(f"crowded-pair samples: {summary['samples_merged']:,} merged with the edges the load wrote")
+    if summary is not None and sum(summary.get("hubs", {}).values()):
         hubs = summary["hubs"]
         merged = summary.get("samples_merged", 0)
         how = (f", updated for the {summary['touched']:,} entities the load wrote edges of"

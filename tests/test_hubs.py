@@ -300,6 +300,20 @@ def test_a_load_into_a_summarised_store_counts_only_the_entities_it_touched(tmp_
         assert state["found"] == "counted" and store.kg.summaries.db.execute(table).fetchall() == kept
 
 
+def _crowded_pairs(knows: int, crowd: int) -> tuple[list[str], list[tuple[str, Relation]], list[tuple[str, str, str]]]:
+    """N-Triples lines of six crowded pairs (star knows ``knows`` entities,
+    likes and is a fan's of ``crowd``; mid, other and quiet have ``crowd``
+    r-neighbours each), the pairs and their sample keys."""
+    lines = [f"<{iri('star')}> <{iri('knows')}> <{iri(f'k{i}')}> ." for i in range(knows)]
+    lines += [f"<{iri('star')}> <{iri('likes')}> <{iri(f'l{i}')}> ." for i in range(crowd)]
+    lines += [f"<{iri(f'p{i}')}> <{iri('fan_of')}> <{iri('star')}> ." for i in range(crowd)]
+    lines += [f"<{iri(e)}> <{iri('r')}> <{iri(f'{e}.{i}')}> ." for e in ("mid", "other", "quiet") for i in range(crowd)]
+    pairs = [(iri("star"), Relation(iri("knows"), "out")), (iri("star"), Relation(iri("likes"), "out")),
+             (iri("star"), Relation(iri("fan_of"), "in")), (iri("mid"), Relation(iri("r"), "out")),
+             (iri("other"), Relation(iri("r"), "out")), (iri("quiet"), Relation(iri("r"), "out"))]
+    return lines, pairs, [(e, r.id, r.direction) for e, r in pairs]
+
+
 @pytest.mark.parametrize("fmt", ["nt", "nt-bad", "ttl"])
 def test_a_load_into_a_summarised_store_keeps_the_samples_and_merges_what_it_wrote(tmp_path, fmt, tog, monkeypatch):
     """Crowded pairs' samples outlive a load that notes what it writes: a
@@ -323,14 +337,7 @@ def test_a_load_into_a_summarised_store_keeps_the_samples_and_merges_what_it_wro
     monkeypatch.setattr(summaries, "SAMPLE_KEEP", keep)
     monkeypatch.setattr(kg_module, "SAMPLE_KEEP", keep)
     crowd = 30
-    lines = [f"<{iri('star')}> <{iri('knows')}> <{iri(f'k{i}')}> ." for i in range(HUB_EDGES + 1)]
-    lines += [f"<{iri('star')}> <{iri('likes')}> <{iri(f'l{i}')}> ." for i in range(crowd)]
-    lines += [f"<{iri(f'p{i}')}> <{iri('fan_of')}> <{iri('star')}> ." for i in range(crowd)]
-    lines += [f"<{iri(e)}> <{iri('r')}> <{iri(f'{e}.{i}')}> ." for e in ("mid", "other", "quiet") for i in range(crowd)]
-    pairs = [(iri("star"), Relation(iri("knows"), "out")), (iri("star"), Relation(iri("likes"), "out")),
-             (iri("star"), Relation(iri("fan_of"), "in")), (iri("mid"), Relation(iri("r"), "out")),
-             (iri("other"), Relation(iri("r"), "out")), (iri("quiet"), Relation(iri("r"), "out"))]
-    keys = [(e, r.id, r.direction) for e, r in pairs]
+    lines, pairs, keys = _crowded_pairs(HUB_EDGES + 1, crowd)
     with open_store(tmp_path / "store", create=True) as store:
         load_file(store.need_sink(), write_nt(tmp_path / "base.nt", lines))
         store.kg.expand(pairs, limit=5)
@@ -810,3 +817,95 @@ def test_looking_through_an_unnamed_node_with_100k_edges_reads_only_its_sample(b
         want = [(x, named[x], (LINKS.id,)) for x in order[: 4 * limit] if x in named][:limit]
         assert got == want, limit
         assert max(rows) <= max(SAMPLE_KEEP, 4 * limit + 1), (limit, max(rows))
+
+
+@pytest.mark.neo4j
+def test_a_load_into_neo4j_merges_its_edges_into_the_kept_samples(neo4j_store, tmp_path, monkeypatch, tog):
+    """Neo4j keeps crowded-pair samples across a load as the embedded store
+    does: a kept pair the load wrote edges of gets them merged in (the
+    sample order kept, equal to a sample the server sorts again), the rest
+    stay, the schema goes, nothing is sorted again. Samples that questions
+    made during the load go; a load that fails drops the samples of the
+    pairs it wrote to; one past NOTED_MAX drops them too; after a load that
+    began and never ended the next load forgets every sample."""
+    from conftest import open_spec
+
+    from engine.backends.neo4j import kg as kg_module
+    from engine.backends.neo4j import sink as sink_module
+    from engine.backends.neo4j.kg import sample_id
+    from engine.errors import LoadError
+    from loaders.load import load_file
+
+    keep, crowd = 20, 30  # samples keep the first 20 (the window of a limit of 5): every pair is cut short
+    monkeypatch.setattr(kg_module, "SAMPLE_KEEP", keep)
+    lines, pairs, keys = _crowded_pairs(crowd, crowd)
+    knows, likes, fans, mid, other, quiet = keys
+    store = open_spec(neo4j_store, create=True)
+    sink, kg = store.need_sink(), store.kg
+    load_file(sink, write_nt(tmp_path / "base.nt", lines))
+
+    def kept() -> dict:
+        rows = kg.session.run("samples_get", keys=[sample_id(k) for k in keys])
+        return {tuple(row["key"].split("\n")): (row["degree"], list(row["sample"])) for row in rows}
+
+    kg.expand(pairs, limit=5)
+    kg.schema.after([Relation(iri("knows"), "out")])
+    before = kept()
+    assert kg.made["crowded_pairs"] == 6 and [len(before[k][1]) for k in keys] == [keep] * 6
+    assert kg.session.run("summaries_count")[0]["schema"] > 0
+    last = max(map(sample_key, before[knows][1]))
+    ahead = next(x for x in (iri(f"knows-new{i}") for i in range(1000)) if sample_key(x) < last)
+    behind = next(x for x in (iri(f"mid.new{i}") for i in range(1000))
+                  if sample_key(x) > max(sample_key(iri(f"mid.{i}")) for i in range(crowd)))
+    more = write_nt(tmp_path / "more.nt", [
+        f"<{iri('star')}> <{iri('knows')}> <{ahead}> .",
+        f"<{iri('mid')}> <{iri('r')}> <{behind}> .",  # after all of mid's: not in its first 20
+        f"<{iri('mid')}> <{iri('r')}> <{before[mid][1][0]}> .",  # an edge it has
+        f'<{iri("other")}> <{iri("r")}> "a literal" .',
+        f"<{iri('p-new')}> <{iri('fan_of')}> <{iri('star')}> .",  # into star
+        f"<{iri('quiet')}> <{iri('elsewhere')}> <{iri('z')}> .",  # quiet touched, not through its pair
+        f'<{iri("star")}> <{RDFS_LABEL}> "Star" .'])
+    report = load_file(sink, more)
+    merged = kept()
+    assert report.summary == {"samples_merged": 4}
+    assert kg.session.run("summaries_count")[0] == {"samples": 6, "schema": 0}
+    assert all(merged[k] == before[k] for k in (likes, quiet)) and merged[fans][0] == crowd + 1
+    assert merged[knows][0] == crowd + 1 and ahead in merged[knows][1] and len(merged[knows][1]) == keep
+    assert merged[mid] == (crowd + 1, before[mid][1]) and merged[other][0] == crowd + 1
+    kg.made["crowded_pairs"] = 0
+    got = {pair: [c.node.id for c in kg.expand([pair], limit=3)] for pair in pairs}
+    assert kg.made["crowded_pairs"] == 0  # nothing sorted again
+    kg.session.run_batched("summaries_clear")  # every pair sorted again by the server: the same samples
+    assert {pair: [c.node.id for c in kg.expand([pair], limit=3)] for pair in pairs} == got
+    assert kept() == merged
+
+    # a load that fails after writing to knows: its sample goes; one a question made meanwhile goes too
+    kg.session.run("sample_drop", write=True, keys=[sample_id(other)])
+    plain_commit = sink.commit
+
+    def commit_then_ask(source, checkpoint):
+        plain_commit(source, checkpoint)
+        kg.expand([pairs[4]], limit=5)  # other's pair, sorted again while the load is on
+
+    monkeypatch.setattr(sink, "commit", commit_then_ask)
+    bad = write_nt(tmp_path / "bad.nt", [f"<{iri('star')}> <{iri('knows')}> <{iri('knows-late')}> .",
+                                         "<no closing bracket .", "not a triple ."])
+    with pytest.raises(LoadError):
+        load_file(sink, bad, max_errors=1, chunk_bytes=1)
+    monkeypatch.setattr(sink, "commit", plain_commit)
+    assert kg.made["crowded_pairs"] >= 1 and sorted(kept()) == sorted([likes, fans, mid, quiet])
+    # past NOTED_MAX a load drops the samples it wrote to, and keeps the others
+    monkeypatch.setattr(sink_module, "NOTED_MAX", 1)
+    report = load_file(sink, write_nt(tmp_path / "many.nt", [f"<{iri('mid')}> <{iri('r')}> <{iri(f'mid.x{i}')}> ."
+                                                             for i in range(2)]))
+    assert sorted(kept()) == sorted([likes, fans, quiet]) and report.summary is None
+    # a load that began and never ended (killed): the next one forgets every sample, then keeps them again
+    sink.begin()
+    again = open_spec(neo4j_store)
+    load_file(again.need_sink(), write_nt(tmp_path / "after.nt", [f"<{iri('z')}> <{iri('r')}> <{iri('y')}> ."]))
+    assert kept() == {}
+    again.kg.expand(pairs[1:2], limit=5)
+    later = write_nt(tmp_path / "later.nt", [f"<{iri('star')}> <{iri('likes')}> <{iri('likes-late')}> ."])
+    loaded = tog("load", later, "--store", neo4j_store, "--no-progress")
+    assert loaded.exit_code == 0 and "crowded-pair samples: 1 merged" in loaded.output, loaded.output
+    assert sorted(kept()) == [likes] and kept()[likes][0] == crowd + 1

@@ -60,6 +60,19 @@ def sample_hash(node_id: str) -> str:
     return sample_key(node_id)[0]
 
 
+def merged_sample(old: list[str], before: int, new: Iterable[str], keep: int) -> list[str]:
+    """A kept sample (``old``: the first of a pair's ``before`` neighbours
+    in the sample order) with neighbours written since merged in, still the
+    first of the pair's neighbours: a sample that held only the first of
+    them keeps as many (a new one ahead of its last takes the last's place;
+    one after it may come after neighbours it never held); a whole one
+    grows up to ``keep``."""
+    import heapq
+
+    cut = len(old) if len(old) < before else max(len(old), keep)
+    return heapq.nsmallest(cut, set(old).union(new), key=sample_key)
+
+
 def natural(path_id: str) -> tuple[int, str]:
     """Order path ids ``p2`` before ``p10``."""
     digits = "".join(c for c in path_id if c.isdigit())

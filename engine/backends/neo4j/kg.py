@@ -11,7 +11,7 @@ bounded whatever the hubs:
   window with their names; a crowded pair's first ``SAMPLE_KEEP``
   neighbours in the sample order are sorted by the server by their sample
   key (``sk``) once and kept in a ``(:TogSample)`` node, which corrections
-  update in their own transaction;
+  update in their own transaction and a load when it ends (``sink.py``);
 - the look-ahead schema: a bounded sample of each relation's tails, the
   relations around them, kept in ``(:TogSchema)`` nodes.
 """
@@ -225,7 +225,8 @@ class Neo4jKG(KnowledgeGraph):
                 "summaries": f"hubs (more than {HUB_EDGES} edges in a direction) counted per relation from "
                              f"Neo4j's degrees; samples of crowded pairs (the first {SAMPLE_KEEP} neighbours in "
                              f"sample order) and the schema ({SCHEMA_TAILS} tails per relation from its first "
-                             f"{SCHEMA_READ} edges) made when first needed, kept until the next load"}
+                             f"{SCHEMA_READ} edges) made when first needed; a load merges the edges it writes into the "
+                             f"samples and forgets the schema"}
 
 
 def refresh_samples(tx, session: Neo4jSession, facts: Sequence[tuple[str, str, str]]) -> None:

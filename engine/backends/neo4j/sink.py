@@ -13,13 +13,14 @@ again, which adds nothing.
 
 from __future__ import annotations
 
-from collections import deque
+import threading
+from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import pyoxigraph as ox
 
-from engine.backends.common import chunks, lang_rank, sample_hash, term_too_long
+from engine.backends.common import chunks, lang_rank, merged_sample, sample_hash, term_too_long
 from engine.backends.neo4j.session import Neo4jSession
 from engine.errors import StoreError
 from engine.queries import cypher
@@ -33,6 +34,9 @@ CHUNK_BYTES = 16 << 20  # bytes of lines written (and checkpointed) per transact
 # Neo4j's range indexes (the unique ids of entities and values) refuse keys over
 # about 8 KB ("Property value is too large to index"): longer terms are bad lines.
 MAX_TERM_BYTES = 8000
+KEEP_MAX = 100_000  # kept crowded-pair samples a load follows (past that it forgets them all)
+NOTED_MAX = 100_000  # neighbours of kept pairs a load notes (past that it forgets their samples)
+PENDING = "samples_pending"  # setting: a load follows the kept samples and has not merged into them
 
 
 def literal_parts(term: ox.Literal) -> list:
@@ -116,6 +120,8 @@ class Neo4jSink(PendingWrites):
         self._inflight: deque[Future] = deque()
         self._from: dict[str, int] = {}  # source -> lines of its last checkpoint handed over
         self._node_ids: dict[str, int] = {}  # entity -> node id, from this load's committed chunks
+        self._notes: _SampleNotes | None = None  # what the load wrote of the pairs of kept samples
+        self.samples_merged = 0  # samples the loads since the last ``summarise`` merged their edges into
 
     def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False) -> LoadCheckpoint:
         self.session.add_name_predicates(name_predicates)
@@ -140,7 +146,7 @@ class Neo4jSink(PendingWrites):
         return self.session.name_predicates
 
     def begin(self) -> None:
-        self.session.run_batched("summaries_clear")  # the load may add edges anywhere: samples are remade
+        self._notes = self._follow_samples()
         # A load into a database with no KG yet may CREATE its edges and name
         # keys (checking for repeats within the load in memory), which is many
         # times faster than MERGE on hubs; otherwise every edge is MERGEd.
@@ -167,15 +173,40 @@ class Neo4jSink(PendingWrites):
         self._fresh = False
         self._seen = self._seen_keys = None
         self._node_ids = {}
-        try:  # what questions asked meanwhile made of a half-loaded database
-            self.session.run_batched("summaries_clear")
+        notes, self._notes = self._notes, None
+        try:
+            if notes is None:  # what questions asked meanwhile made of a half-loaded database
+                self.session.run_batched("summaries_clear")
+            else:
+                self.session.write_tx(notes.apply)
+                self.samples_merged += notes.merged
         except StoreError:
             pass  # the connection is gone: the load has failed already, and its re-run clears them
 
+    def _follow_samples(self) -> _SampleNotes | None:
+        """The look-ahead schema is forgotten (it is remade when needed); the
+        kept crowded-pair samples are followed, to be merged with what the
+        load writes when it ends (``_SampleNotes``), unless there are more
+        than KEEP_MAX or a load that followed them never ended: then they
+        are forgotten too."""
+        session = self.session
+        kept = session.run("summaries_count")[0]["samples"]
+        if not kept or kept > KEEP_MAX or session.setting(PENDING, False):
+            session.run_batched("summaries_clear")
+            session.run("setting_set", write=True, key=PENDING, value="false")
+            return None
+        session.run_batched("schema_clear")
+        notes = _SampleNotes({row["key"] for row in session.run("samples_kept")})
+        session.run("setting_set", write=True, key=PENDING, value="true")
+        return notes
+
     def summarise(self, progress: bool = False) -> dict | None:
         """Nothing to build: a hub's relations and degrees come from Neo4j's
-        own degree store, samples and the schema are made when first needed."""
-        return None
+        own degree store, samples and the schema are made when first needed.
+        Says how many kept samples the loads since the last call merged
+        their edges into (None if none)."""
+        merged, self.samples_merged = self.samples_merged, 0
+        return {"samples_merged": merged} if merged else None
 
     def write(self, quads: Iterable[ox.Quad]) -> None:
         self._pending.extend(quads)
@@ -205,6 +236,8 @@ class Neo4jSink(PendingWrites):
         def commit() -> None:
             self.session.write_tx(work)
             chunk.committed()
+            if last and self._notes is not None:
+                self._notes.complete = True
 
         if self._writers is None or last:  # the final checkpoint follows every part
             self._wait(0)
@@ -246,8 +279,11 @@ class Neo4jSink(PendingWrites):
         if self._seen is not None:  # fresh load: drop repeats, CREATE the rest
             edges = self._seen.new(edges)
             self._seen.commit()
-        return _Chunk(entity_rows, sorted(value_rows.values()), edges, keys, names[0][2] if names else "",
-                      "create" if self._seen is not None else "merge", known, cache)
+        chunk = _Chunk(entity_rows, sorted(value_rows.values()), edges, keys, names[0][2] if names else "",
+                       "create" if self._seen is not None else "merge", known, cache)
+        if self._notes is not None:
+            chunk.noted = (self._notes, self._notes.chunk(edges))
+        return chunk
 
 
 class _Chunk:
@@ -259,6 +295,7 @@ class _Chunk:
         self.source, self.kind = source, kind
         self.known, self.cache = known, cache  # ids this chunk uses / the load's cache
         self.nodes: dict[str, int] = {}
+        self.noted: tuple[_SampleNotes, dict[str, list[str]]] | None = None  # its edges of kept pairs
 
     def write(self, tx) -> None:
         nodes: dict[str, int] = {}
@@ -280,6 +317,71 @@ class _Chunk:
         if len(self.cache) + len(self.nodes) > KNOWN_NODES:
             self.cache.clear()
         self.cache.update(self.nodes)
+        if self.noted is not None:
+            notes, found = self.noted
+            notes.committed(found)
+
+
+class _SampleNotes:
+    """What a load into a database with kept crowded-pair samples writes of
+    their pairs: each kept pair's new neighbours, from the chunks that
+    committed. When the load ends they are merged into the samples
+    (``merged_sample``), in one transaction that also forgets the samples
+    questions made meanwhile and records that the load is done with them
+    (``PENDING``). A load that did not complete, or noted more than
+    NOTED_MAX neighbours, forgets the samples of every kept pair it tried
+    to write to instead."""
+
+    def __init__(self, kept: set[str]) -> None:
+        self.kept = kept  # sample ids (engine.backends.neo4j.kg.sample_id)
+        self.tried: set[str] = set()  # kept pairs a chunk wrote to, committed or not
+        self.noted: dict[str, set[str]] | None = {}
+        self.count = 0
+        self.complete = False  # its last checkpoint committed
+        self.merged = 0
+        self.lock = threading.Lock()  # chunks commit in the writers' threads
+
+    def chunk(self, edges: Sequence[tuple[str, str, str]]) -> dict[str, list[str]]:
+        """The kept pairs a chunk's ``edges`` (ids) write to, with their neighbours."""
+        kept, found = self.kept, defaultdict(list)
+        for s, p, o in edges:
+            for key, neighbour in ((f"{s}\n{p}\nout", o), (f"{o}\n{p}\nin", s)):
+                if key in kept:
+                    found[key].append(neighbour)
+        self.tried.update(found)
+        return found
+
+    def committed(self, found: dict[str, list[str]]) -> None:
+        with self.lock:
+            if self.noted is None:
+                return
+            self.count += sum(map(len, found.values()))
+            if self.count > NOTED_MAX:
+                self.noted = None
+                return
+            for key, neighbours in found.items():
+                self.noted.setdefault(key, set()).update(neighbours)
+
+    def apply(self, tx) -> None:
+        """In the transaction that ends the load (retried whole if need be)."""
+        from engine.backends.neo4j.kg import SAMPLE_KEEP
+        from engine.queries import cypher_name, render_cypher
+
+        tx.run(cypher("samples_drop_new"), keep=sorted(self.kept)).consume()
+        merged = 0
+        if not self.complete or self.noted is None:
+            tx.run(cypher("sample_drop"), keys=sorted(self.tried)).consume()
+        else:
+            for part in chunks(sorted(self.noted), 1000):
+                for row in tx.run(cypher("samples_get"), keys=list(part)).data():
+                    entity, relation, direction = row["key"].split("\n")
+                    counts = tx.run(render_cypher("pair_degree", type=cypher_name(relation)), e=entity).single()
+                    sample = merged_sample(list(row["sample"]), row["degree"], self.noted[row["key"]], SAMPLE_KEEP)
+                    tx.run(cypher("sample_save"), key=row["key"], degree=int(counts[direction]),
+                           sample=sample).consume()
+                    merged += 1
+        tx.run(cypher("setting_set"), key=PENDING, value="false").consume()
+        self.merged = merged
 
 
 def _joined(checkpoint: dict | None, parts: list[dict]) -> dict:

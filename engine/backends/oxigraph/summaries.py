@@ -822,24 +822,18 @@ def update(db: Database, touched: dict[str, list[str]], relations: dict[tuple[st
 
 
 def _merged(db: Database, key: Key, kept: tuple[int, list[str]], new: set[str]) -> tuple[int, list[str]]:
-    """A kept sample with the neighbours a load wrote edges to merged in,
-    still the first neighbours of the pair in the sample order: a sample
-    that held only the first of them keeps as many (a new one ahead of its
-    last takes the last's place; one after it may come after neighbours it
-    never held). With the pair's degree, counted."""
-    import heapq
-
+    """A kept sample with the neighbours a load wrote edges to merged in
+    (``merged_sample``), with the pair's degree, counted."""
     import pyoxigraph as ox
 
-    from engine.backends.common import sample_key
+    from engine.backends.common import merged_sample
     from engine.queries import render, sparql_term
 
     entity, relation, direction = key
     rows = db.query(render(f"degree_{direction}", e=sparql_term(ox.NamedNode(entity)),
                            p=sparql_term(ox.NamedNode(relation))))
     before, old = kept
-    cut = len(old) if len(old) < before else max(len(old), SAMPLE_KEEP)
-    return int(rows[0]["n"].value), heapq.nsmallest(cut, set(old) | new, key=sample_key)
+    return int(rows[0]["n"].value), merged_sample(old, before, new, SAMPLE_KEEP)
 
 
 def _degrees(db: Database, term: str, direction: str) -> dict[str, int]:
