@@ -6,8 +6,8 @@ the load builds each hub's summary (relations and degrees), so relation
 listing reads no hub at all and every other entity's listing is bounded;
 expansion returns at most a bounded number of rows whatever the hub (a
 crowded pair's sample is sorted by the store inside the query once, then
-read back); answers equal those computed from the whole graph; and
-corrections, reverts, a killed-then-resumed load and a store made before
+read back; a hub's pair takes its degree from the summary); answers equal
+those computed from the whole graph; and corrections, reverts, a killed-then-resumed load and a store made before
 summaries existed keep (or make) the summaries true to the KG."""
 
 from __future__ import annotations
@@ -517,6 +517,12 @@ def test_expanding_a_crowded_pair_reads_only_its_sample(hub_store, monkeypatch):
     want = sorted((iri(f"m{i}") for i in range(IN)), key=sample_key)[:7]
     assert [c.node.id for c in fans] == want and all(c.node.name.startswith("Fan ") for c in fans)
     assert spy.most_rows() <= SAMPLE_KEEP and kg.made["crowded_pairs"] == 2
+    # sampled afresh, a hub's pairs take their degrees from its summary: nothing counts them
+    kg.summaries.clear()
+    spy.calls.clear()
+    _, degree, _ = kg.neighbours([(iri("hub"), LINKS), (iri("hub"), LIKES)], 100)
+    assert degree == {(iri("hub"), LINKS): OUT, (iri("hub"), LIKES): IN}
+    assert kg.made["crowded_pairs"] == 4 and not [text for text, _ in spy.calls if "COUNT(" in text]
 
 
 def test_a_question_about_a_hub_is_answered_from_bounded_reads(hub_store, monkeypatch):

@@ -265,12 +265,16 @@ class OxigraphKG(SparqlReads):
 
     def _sample(self, key: Key, keep: int) -> tuple[int, list[str]]:
         """A crowded pair's degree and first ``keep`` neighbours in the sample
-        order, sorted by the store (only they come back); kept."""
+        order, sorted by the store (only they come back); kept. A hub's pair
+        takes its degree from the hub's summary (counting it would read the
+        pair whole once more); any other entity's is counted (a bounded read:
+        it has at most HUB_EDGES edges that way)."""
         entity, relation, direction = key
         e, p = _term(entity), _term(relation)
         rows = self._select(render(f"sample_{direction}", e=e, p=p, limit=keep))
         sample = sorted((node_id(r["x"]) for r in rows), key=sample_key)
-        degree = self.pair_degree(entity, relation, direction)
+        summarised = self.summaries.hubs([entity]).get((entity, direction), {}).get(relation)
+        degree = summarised if summarised is not None else self.pair_degree(entity, relation, direction)
         self.summaries.set_sample(key, degree, sample)
         self.made["crowded_pairs"] += 1
         return degree, sample
