@@ -5,8 +5,10 @@ Every read at question time is bounded, whatever the hubs (see
 
 - relations: a hub's relations and degrees come from its summary, built by
   the load; every other entity has at most ``HUB_EDGES`` edges per
-  direction, which are read (a store whose summaries are missing or out of
-  date builds them once, first);
+  direction, which are read, a batch of entities in one join (a store
+  whose summaries are missing or out of date builds them once, first; a
+  read-only view of one reads each entity in a branch of its own with a
+  limit, which shows a hub the summaries lack);
 - expand: each pair's neighbours are read up to the candidate window,
   without names; a pair past it is crowded, and its neighbours come from
   its kept sample (sorted by the store inside the query the first time,
@@ -44,7 +46,7 @@ from engine.backends.common import (
 )
 from engine.backends.oxigraph.database import Database
 from engine.backends.oxigraph.summaries import HUB_EDGES, SAMPLE_KEEP, SAMPLE_RATE, Key, build
-from engine.backends.sparql_reads import SparqlReads, node_id, values
+from engine.backends.sparql_reads import SparqlReads, iri_rows, node_id, values
 from engine.graph import (
     CANDIDATE_WINDOW,
     DEFAULT_POLICY,
@@ -60,6 +62,7 @@ from engine.graph import (
 from engine.queries import render, sparql, sparql_term
 
 UNION_BATCH = 64  # branches per bounded query
+LISTED_BATCH = 256  # (entity, direction) pairs per listing of entities that are no hubs
 SCHEMA_TAILS = 16  # tails sampled per relation for the schema
 SCHEMA_READ = 256  # edges of a relation read to find them
 SCHEMA_EDGES = 32  # edges per direction of each sampled tail that show what follows
@@ -116,11 +119,28 @@ class OxigraphKG(SparqlReads):
             hubs = self.summaries.hubs(iris)
         out: dict[tuple[str, Direction], dict[str, int]] = {k: v for k, v in hubs.items()}  # type: ignore[misc]
         todo: list[tuple[str, Direction]] = [(e, d) for e in iris for d in ("out", "in") if (e, d) not in hubs]
-        for key, got in self._bounded(todo, sample or HUB_EDGES + 1).items():
-            if sample is None and sum(got.values()) > HUB_EDGES:
-                got = self._summarise(*key)
+        listed = sample is None and self.summaries.fresh()
+        read = self._listed(todo) if listed else self._bounded(todo, sample or HUB_EDGES + 1)
+        for key, got in read.items():
+            if sample is None and sum(got.values()) > HUB_EDGES:  # a hub the summaries lack
+                if listed:  # read whole: summarised from that read
+                    self.summaries.set_hub(*key, got)
+                else:
+                    got = self._summarise(*key)
                 self.made["hubs"] += 1
             out[key] = got
+        return out
+
+    def _listed(self, keys: Sequence[tuple[str, Direction]]) -> dict[tuple[str, Direction], dict[str, int]]:
+        """The relations and degrees of (entity, direction) pairs that fresh
+        summaries say are no hubs (at most HUB_EDGES edges each), in one
+        join per batch (relations_listed.rq)."""
+        out: dict[tuple[str, Direction], dict[str, int]] = {key: {} for key in keys}
+        for part in chunks(keys, LISTED_BATCH):
+            rows = self._select(render("relations_listed", **{
+                d: iri_rows(e for e, dd in part if dd == d) for d in ("out", "in")}))
+            for row in rows:
+                out[(row["e"].value, row["d"].value)][row["p"].value] = int(row["n"].value)
         return out
 
     def _bounded(self, keys: Sequence[tuple[str, Direction]], limit: int
