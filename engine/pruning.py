@@ -86,14 +86,16 @@ def bm25(query: Sequence[str], docs: Sequence[Sequence[str]]) -> list[float]:
     n = len(docs)
     if not n:
         return []
-    counts = [Counter(d) for d in docs]
-    df: Counter[str] = Counter()
-    for c in counts:
-        df.update(c.keys())
+    wanted = set(query)  # only the query's terms weigh: the others are not counted at all
+    counts = [{t: d.count(t) for t in wanted.intersection(d)} for d in docs]
+    df: Counter[str] = Counter(t for c in counts for t in c)
     avg = sum(len(d) for d in docs) / n
     idf = {t: _f32(math.log(1 + (n - f + 0.5) / (f + 0.5))) for t, f in df.items()}
     out = []
     for d, c in zip(docs, counts):
+        if not c:
+            out.append(0.0)
+            continue
         norm = K1 * ((1 - B) + B * len(d) / avg)
         weight = {t: _f32(idf[t] * (tf / (norm + tf))) for t, tf in c.items()}
         score = 0.0

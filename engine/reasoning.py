@@ -127,10 +127,11 @@ class OfflineReasoner:
 
         def outlook(chain: tuple[Relation, ...], options: Sequence[Relation], budget: int) -> float:
             """Best utility reachable by taking 1..budget more hops."""
-            key = (chain, tuple(options), budget)
+            taken = tuple(options[:MAX_OUTLOOK])  # the options looked at (a hub's tail may offer hundreds)
+            key = (chain, taken, budget)
             if key not in memo:
                 best = 0.0
-                for rel in list(options)[:MAX_OUTLOOK]:
+                for rel in taken:
                     longer = chain + (rel,)
                     best = max(best, model.utility(longer))
                     if budget > 1 and rel in follows:

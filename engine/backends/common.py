@@ -183,8 +183,8 @@ def label_relations(kg: KnowledgeGraph, found: dict[str, list[Relation]], cache:
         names = kg.labels(new)
         for rid in new:
             cache[rid] = names.get(rid)
-    for e, rels in found.items():
-        found[e] = [replace(r, label=cache.get(r.id)) for r in rels]
+    for e, rels in found.items():  # (most KGs name no relation: then nothing is made again)
+        found[e] = [r if r.label == (label := cache.get(r.id)) else replace(r, label=label) for r in rels]
 
 
 def term_too_long(q: ox.Quad, limit: int, names: Collection[str] = ()) -> str | None:
