@@ -310,3 +310,39 @@ def test_the_judge_looks_ahead_only_when_the_kept_paths_leave_words_unexplained(
     monkeypatch.setattr(store.kg, "relations", lambda entities: calls.append(list(entities)) or plain(entities))
     r = run(store, question, depth=3)
     assert (len(calls), r.result.depth) == (listings, depth)
+
+
+def test_bm25_gives_the_scores_of_the_plain_formula():
+    """``pruning.bm25`` counts only the query's terms; every score must be the
+    one the whole formula gives (every term of every document weighed, in
+    single precision where bm25s keeps it), so that ties fall the same way."""
+    import math
+    import random
+    import struct
+
+    from engine.pruning import B, K1, bm25
+
+    def f32(x: float) -> float:
+        return struct.unpack("f", struct.pack("f", x))[0]
+
+    def plain(query: list[str], docs: list[list[str]]) -> list[float]:
+        n, avg = len(docs), sum(map(len, docs)) / len(docs)
+        df = Counter(t for d in docs for t in set(d))
+        out = []
+        for d in docs:
+            norm = K1 * ((1 - B) + B * len(d) / avg)
+            weight = {t: f32(f32(math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))) * (tf / (norm + tf)))
+                      for t, tf in Counter(d).items()}
+            score = 0.0
+            for t in query:
+                if t in weight:
+                    score = f32(score + weight[t])
+            out.append(score)
+        return out
+
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(25)]
+    for _ in range(2000):
+        docs = [[rng.choice(words) for _ in range(rng.randint(1, 8))] for _ in range(rng.randint(1, 12))]
+        query = [rng.choice(words) for _ in range(rng.randint(1, 6))]
+        assert bm25(query, docs) == plain(query, docs), (query, docs)
