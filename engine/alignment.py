@@ -53,6 +53,11 @@ def _similar(word: str, relation_word: str) -> bool:
     return word_similarity(word, relation_word) >= SOFT_THRESHOLD
 
 
+def _key(relation: Relation) -> tuple:
+    """What a relation's part in a chain depends on: its id, direction and names."""
+    return (relation.id, relation.direction, relation.names)
+
+
 @lru_cache(maxsize=4096)
 def _relation_words(text: str) -> tuple[str, ...]:
     """The content words of a relation's name as written (for similarity)."""
@@ -89,9 +94,10 @@ class QuestionModel:
         return frozenset(t for t, _ in self.occurrences)
 
     # -- pieces -------------------------------------------------------------
-    def _phrases(self, relation: Relation) -> tuple[tuple[str, ...], ...]:
-        """Per name of the relation, the question's terms that name matches."""
-        key = (relation.id, relation.direction, relation.names)
+    def _phrases(self, relation: Relation, key: tuple | None = None) -> tuple[tuple[str, ...], ...]:
+        """Per name of the relation, the question's terms that name matches
+        (``key``: the relation's ``_key``, when the caller has it)."""
+        key = key or _key(relation)
         found = self._memo.get(key)
         if found is None:
             question_terms = self.terms
@@ -112,32 +118,42 @@ class QuestionModel:
         """Per relation of the chain, the occurrences (indexes) it explains:
         the phrase that explains most of what earlier relations left, one
         occurrence per word, the one read first (``_reading_ranks``) first."""
-        key = ("claims", tuple((r.id, r.direction, r.names) for r in chain))
-        found = self._memo.get(key)
-        if found is None:
-            found = self._memo[key] = self._claims(chain)
-        return [list(c) for c in found]
+        return [list(c) for c in self._claimed(chain, tuple(map(_key, chain)))[0]]
 
-    def _claims(self, chain: Sequence[Relation]) -> list[list[int]]:
-        free = sorted(range(len(self.occurrences)), key=lambda i: self.occurrences[i][1])
-        out: list[list[int]] = []
-        for rel in chain:
+    def _claimed(self, chain: Sequence[Relation], keys: tuple) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+        """``claims`` of the chain (``keys``: its relations' ``_key``) and the
+        occurrences left free after it, made from those of the chain less its
+        last relation (the chains a search scores share their beginnings)."""
+        found = self._memo.get(("claimed", keys))
+        if found is None:
+            if len(chain) > 1:
+                before, free = self._claimed(chain[:-1], keys[:-1])
+            else:
+                before, free = (), tuple(sorted(range(len(self.occurrences)), key=lambda i: self.occurrences[i][1]))
             best: list[int] = []
-            for phrase in self._phrases(rel):
-                got = []
-                for term in phrase:
-                    i = next((i for i in free if self.occurrences[i][0] == term), None)
-                    if i is not None:
-                        got.append(i)
-                if len(got) > len(best):
-                    best = got
-            free = [i for i in free if i not in best]
-            out.append(best)
-        return out
+            if chain:
+                for phrase in self._phrases(chain[-1], keys[-1]):
+                    got = []
+                    for term in phrase:
+                        i = next((i for i in free if self.occurrences[i][0] == term), None)
+                        if i is not None:
+                            got.append(i)
+                    if len(got) > len(best):
+                        best = got
+                before += (tuple(best),)
+            found = self._memo[("claimed", keys)] = (before, tuple(i for i in free if i not in best))
+        return found
 
     def kind_fits(self, relation: Relation | None) -> bool:
         if not self.focus or relation is None:
             return True
+        key = ("kind", relation.id, relation.direction, relation.note)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = self._kind_fits(relation)
+        return found
+
+    def _kind_fits(self, relation: Relation) -> bool:
         role = tail_role(relation)
         if role is None:
             return True
@@ -162,8 +178,10 @@ class QuestionModel:
     # -- scores -------------------------------------------------------------
     def explained(self, chain: Sequence[Relation]) -> int:
         """How many of the question's word occurrences (and its sharing) the chain explains."""
-        got = sum(len(c) for c in self.claims(chain))
-        return got + (1 if self.shares and self.returns(chain) else 0)
+        return self._explained(chain, self._claimed(chain, tuple(map(_key, chain)))[0])
+
+    def _explained(self, chain: Sequence[Relation], claimed: Sequence[Sequence[int]]) -> int:
+        return sum(map(len, claimed)) + (1 if self.shares and self.returns(chain) else 0)
 
     @property
     def size(self) -> float:
@@ -173,18 +191,24 @@ class QuestionModel:
         """Question words explained, plus a share for the right kind of tail."""
         if not chain:
             return 0.0
-        key = ("utility", tuple((r.id, r.direction, r.names) for r in chain))
-        found = self._memo.get(key)
+        keys = tuple(map(_key, chain))
+        found = self._memo.get(("utility", keys))
         if found is None:
-            found = self.explained(chain) + (KIND_WEIGHT if self.focus and self.kind_fits(chain[-1]) else 0.0)
-            self._memo[key] = found
+            found = self._utility(chain, self._claimed(chain, keys)[0])
+            self._memo[("utility", keys)] = found
         return found
+
+    def _utility(self, chain: Sequence[Relation], claimed: Sequence[Sequence[int]]) -> float:
+        return self._explained(chain, claimed) + (KIND_WEIGHT if self.focus and self.kind_fits(chain[-1]) else 0.0)
 
     def order(self, chain: Sequence[Relation]) -> float:
         """1.0 when the explained words appear in the question in the order
         of the chain, moving away from the topic mention; lower when not;
         1.0 when fewer than two relations explain any."""
-        distances = [min(self.occurrences[i][1] for i in c) for c in self.claims(chain) if c]
+        return self._order(self._claimed(chain, tuple(map(_key, chain)))[0])
+
+    def _order(self, claimed: Sequence[Sequence[int]]) -> float:
+        distances = [min(self.occurrences[i][1] for i in c) for c in claimed if c]
         pairs = [(a, b) for i, a in enumerate(distances) for b in distances[i + 1:]]
         if not pairs:
             return 1.0
@@ -193,7 +217,10 @@ class QuestionModel:
     def idle(self, chain: Sequence[Relation]) -> int:
         """Relations of the chain that explain no word of the question (a
         return through a shared relation explains the sharing)."""
-        idle = sum(1 for c in self.claims(chain) if not c)
+        return self._idle(chain, self._claimed(chain, tuple(map(_key, chain)))[0])
+
+    def _idle(self, chain: Sequence[Relation], claimed: Sequence[Sequence[int]]) -> int:
+        idle = sum(1 for c in claimed if not c)
         if idle and self.shares and self.returns(chain):
             idle -= 1
         return idle
@@ -204,7 +231,12 @@ class QuestionModel:
         tie-breaker."""
         if self.size <= 0:
             return 0.0
-        raw = self.utility(chain) - IDLE_WEIGHT * self.idle(chain) + 0.25 * self.order(chain)
+        keys = tuple(map(_key, chain))
+        claimed = self._claimed(chain, keys)[0]
+        utility = self._memo.get(("utility", keys)) if chain else 0.0
+        if utility is None:
+            utility = self._memo[("utility", keys)] = self._utility(chain, claimed)
+        raw = utility - IDLE_WEIGHT * self._idle(chain, claimed) + 0.25 * self._order(claimed)
         return max(0.0, raw) / (self.size + 0.25)
 
 

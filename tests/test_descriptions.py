@@ -120,6 +120,35 @@ def test_each_relation_explains_one_mention(described):
     assert len(QuestionModel.of("who is [Y] 's dad 's dad", ["Y"]).occurrences) == 2
 
 
+def test_a_chain_explains_the_same_whatever_was_scored_before(described):
+    """A question's model remembers what each chain's beginning explained and
+    builds on it; a chain (told apart by its relations' names, not only their
+    ids) must score as it does in a model that has seen nothing."""
+    from engine.alignment import _model
+
+    spouse = Descriptions.load(described).describe(Relation(RELATION_NS + "spouse"))
+    husband = Relation(RELATION_NS + "spouse", label="husband")
+    married = Relation(RELATION_NS + "spouse", label="married to")
+    born = Relation(RELATION_NS + "born_in")
+    chains = [[spouse], [spouse, spouse], [husband], [husband, spouse], [married, husband], [married, spouse, born],
+              [husband, spouse, born], [born, husband], [married]]
+    question, topics = "who is the husband of ann_example 's wife born in ?", ["ann_example"]
+
+    def seen(model, chain):
+        return model.claims(chain), model.utility(chain), model.score(chain), model.explained(chain)
+
+    fresh = []
+    for chain in chains:
+        _model.cache_clear()
+        fresh.append(seen(QuestionModel.of(question, topics), chain))
+    for order in (chains, chains[::-1]):
+        _model.cache_clear()
+        model = QuestionModel.of(question, topics)
+        assert [seen(model, c) for c in order] == (fresh if order is chains else fresh[::-1])
+    assert fresh[2][0] == [[0]] and fresh[-1][0] == [[]]  # names, not ids, tell them apart
+    assert fresh[1][0] == [[0], [1]]  # the second hop explains the mention the first left
+
+
 @pytest.mark.parametrize("text, message", [
     ("relations = 3", "no [relations] table"),
     ("[relations]\nspouse = 3", "must be a text or a table"),
