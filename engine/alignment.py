@@ -189,17 +189,17 @@ class QuestionModel:
 
     def utility(self, chain: Sequence[Relation]) -> float:
         """Question words explained, plus a share for the right kind of tail."""
+        return self._utility(chain, tuple(map(_key, chain)))
+
+    def _utility(self, chain: Sequence[Relation], keys: tuple) -> float:
         if not chain:
             return 0.0
-        keys = tuple(map(_key, chain))
         found = self._memo.get(("utility", keys))
         if found is None:
-            found = self._utility(chain, self._claimed(chain, keys)[0])
-            self._memo[("utility", keys)] = found
+            found = self._explained(chain, self._claimed(chain, keys)[0])
+            found = self._memo[("utility", keys)] = found + (KIND_WEIGHT if self.focus and self.kind_fits(chain[-1])
+                                                             else 0.0)
         return found
-
-    def _utility(self, chain: Sequence[Relation], claimed: Sequence[Sequence[int]]) -> float:
-        return self._explained(chain, claimed) + (KIND_WEIGHT if self.focus and self.kind_fits(chain[-1]) else 0.0)
 
     def order(self, chain: Sequence[Relation]) -> float:
         """1.0 when the explained words appear in the question in the order
@@ -233,10 +233,7 @@ class QuestionModel:
             return 0.0
         keys = tuple(map(_key, chain))
         claimed = self._claimed(chain, keys)[0]
-        utility = self._memo.get(("utility", keys)) if chain else 0.0
-        if utility is None:
-            utility = self._memo[("utility", keys)] = self._utility(chain, claimed)
-        raw = utility - IDLE_WEIGHT * self._idle(chain, claimed) + 0.25 * self._order(claimed)
+        raw = self._utility(chain, keys) - IDLE_WEIGHT * self._idle(chain, claimed) + 0.25 * self._order(claimed)
         return max(0.0, raw) / (self.size + 0.25)
 
 
