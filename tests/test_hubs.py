@@ -942,3 +942,73 @@ def test_a_load_into_neo4j_merges_its_edges_into_the_kept_samples(neo4j_store, t
     loaded = tog("load", later, "--store", neo4j_store, "--no-progress")
     assert loaded.exit_code == 0 and "crowded-pair samples: 1 merged" in loaded.output, loaded.output
     assert sorted(kept()) == [likes] and kept()[likes][0] == crowd + 1
+
+
+def test_the_relations_totals_are_counted_once_and_kept_true(hub_store, tog, monkeypatch, tmp_path):
+    """``tog info`` and ``tog relations`` count every fact once after a load
+    and then read what was kept; a correction (facts and a new entity's
+    name), its revert, one that dies half-way and a second load each leave
+    the totals equal to a fresh count, re-counting only the relations a
+    correction changed; the names' count follows too."""
+    from engine.backends.oxigraph.kg import OxigraphKG
+    from engine.queries import sparql
+
+    def counted(g) -> list[tuple[str, int]]:  # what a fresh count over every fact says
+        rows = g.kg.db.query(sparql("relation_counts"))
+        return [(r["p"].value, int(r["n"].value)) for r in rows]
+
+    def totals(store) -> tuple[list[tuple[str, int]], list[str]]:
+        g = open_graph(store)
+        spy = Spy(g.kg, monkeypatch)
+        got, stats = g.kg.relation_counts(), g.stats()
+        assert got == counted(g) and stats["triples"] == sum(n for _, n in got) and stats["relations"] == len(got)
+        g.close()
+        return got, [text.splitlines()[0] for text, _ in spy.calls]
+
+    kg = hub_store.kg
+    spy = Spy(kg, monkeypatch)
+    first = kg.relation_counts()
+    assert first == counted(hub_store) and dict(first)[LINKS.id] == OUT and len(spy.calls) == 1
+    assert kg.relation_counts() == first and hub_store.stats()["triples"] == sum(n for _, n in first)
+    assert len(spy.calls) == 1  # kept: no second pass over the facts
+    names = hub_store.stats()["names"]
+    hub_store.close()
+    store = hub_store.name
+    fix = tog("correct", "--add", f"<{iri('hub')}>|<{iri('rare')}>|<{iri('city')}>",
+              "--remove", f"<{iri('hub')}>|<{iri('born_in')}>|<{iri('city')}>",
+              "--new", "Brand New", "--add", f"<{iri('hub')}>|<{iri('links')}>|Brand New", "--reason", "r",
+              "--store", store)
+    assert fix.exit_code == 0, fix.output
+    got, queries = totals(store)
+    assert dict(got)[iri("rare")] == 1 and iri("born_in") not in dict(got) and dict(got)[LINKS.id] == OUT + 1
+    assert queries == ["# The facts of each of a few relations (those a correction changed since"]
+    info = tog("info", "--store", store).output
+    assert f"names: {names + 1:,}" in info, info
+    cid = re.search(r"correction (\S+):", fix.output).group(1)
+    assert tog("corrections", "revert", cid, "--store", store).exit_code == 0
+    got, queries = totals(store)
+    assert got == first and len(queries) == 1
+    assert f"names: {names:,}" in tog("info", "--store", store).output
+    # a correction that dies after it changed the KG leaves the totals marked to be counted again
+    monkeypatch.setattr(OxigraphKG, "refresh", lambda self, facts: (_ for _ in ()).throw(RuntimeError("killed")))
+    died = tog("correct", "--add", f"<{iri('hub')}>|<{iri('odd')}>|<{iri('city')}>", "--reason", "r",
+               "--store", store)
+    assert died.exit_code != 0
+    monkeypatch.undo()
+    got, _ = totals(store)
+    assert dict(got)[iri("odd")] == 1
+    # a load marks them out of date: the next call counts every fact again (a
+    # read-only view beside the store's writer counts them for itself, keeping nothing)
+    more = write_nt(tmp_path / "more.nt", [f"<{iri('m1')}> <{iri('fresh')}> <{iri('city')}> .",
+                                           f'<{iri("newbie")}> <{RDFS_LABEL}> "New Bie" .'])
+    assert tog("load", more, "--store", store).exit_code == 0
+    from engine.store import open_store
+
+    view = open_store(store, read_only=True)
+    spy = Spy(view.kg, monkeypatch)
+    assert view.kg.relation_counts() == view.kg.relation_counts() == counted(view) and len(spy.calls) == 1
+    assert view.stats()["names"] == names + 1
+    view.close()
+    got, queries = totals(store)
+    assert dict(got)[iri("fresh")] == 1 and queries == ["# Every relation of the knowledge graph (the default graph) "
+                                                       "with its number of triples."]

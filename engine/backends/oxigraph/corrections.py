@@ -52,7 +52,9 @@ class OxigraphCorrections:
 
     def _change(self, remove: Sequence[Fact], add: Sequence[Fact]) -> None:
         """The facts go and come, and the summaries of the pairs they touch
-        follow (both idempotent: a change finished twice is the same)."""
+        follow (both idempotent: a change finished twice is the same); the
+        totals of their relations are marked to be counted again first."""
+        self.db.summaries.recount(r for _, r, _ in [*remove, *add])
         for fact in remove:
             self.db.store.remove(fact_quad(fact))
         self.db.store.extend([fact_quad(f) for f in add])
@@ -66,6 +68,7 @@ class OxigraphCorrections:
         if not c.named:
             return
         label = ox.NamedNode(RDFS_LABEL)
+        self.db.summaries.recount([RDFS_LABEL])
         quads = [ox.Quad(ox.NamedNode(e), label, ox.Literal(n), ox.DefaultGraph()) for e, n in c.named]
         if on:
             self.db.store.extend(quads)

@@ -320,10 +320,31 @@ class OxigraphKG(SparqlReads):
                 return True
         return False
 
+    def relation_counts(self) -> list[tuple[str, int]]:
+        """Every relation with its number of facts, most first: kept (see
+        ``summaries.py``), so only the first call after a load reads every
+        fact, and one after a correction reads the facts of the relations it
+        changed."""
+        kept = self.summaries.totals()
+        if kept is None:
+            started = time.perf_counter()
+            counts = {row["p"].value: int(row["n"].value) for row in self._select(sparql("relation_counts"))}
+            self.summaries.set_totals(counts, seconds=time.perf_counter() - started)
+        else:
+            counts, recount = kept
+            if recount:
+                for part in chunks(recount, LISTED_BATCH):
+                    for r in part:
+                        counts.pop(r, None)
+                    counts.update((row["p"].value, int(row["n"].value)) for row in self._select(
+                        render("relation_counts_of", relations=iri_rows(part))))
+                self.summaries.set_totals(counts, recounted=recount)
+        return sorted(counts.items(), key=lambda x: (-x[1], x[0]))
+
     def stats(self) -> dict:
-        triples = self._select(sparql("count"))[0]["n"].value
+        triples = sum(n for _, n in self.relation_counts())
         made = self.summaries.counts()
-        return {"triples": int(triples), "names": self.db.index.count(),
+        return {"triples": triples, "names": self.db.index.count(),
                 "hubs summarised": made["hubs"], "crowded pairs sampled": made["crowded_pairs"],
                 "relations with a look-ahead schema": made["schema_relations"],
                 "summaries": summary_text(self.summaries.state())}

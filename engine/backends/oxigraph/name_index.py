@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 KEY_INDEX = "CREATE INDEX IF NOT EXISTS names_key ON names(key)"
 LOOKUP_BATCH = 500
+NAMES_COUNTED = "names_counted"  # the setting that keeps ``count``'s answer
 
 
 class NameIndex:
@@ -33,6 +34,7 @@ class NameIndex:
 
     def __init__(self, path: Path | None, read_only: bool = False) -> None:
         # the loader may queue names from its indexing thread; never two at once
+        self.read_only = read_only
         if read_only and path is not None:  # beside a writer (WAL: it sees what the writer committed)
             self.db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
                                       timeout=60)
@@ -69,17 +71,24 @@ class NameIndex:
         rows = [(k, e, source) for e, k in pairs if k]
         if rows:
             self.db.executemany("INSERT INTO names(key, entity, source) VALUES (?, ?, ?)", rows)
+            self._count_changes()
         return len(rows)
+
+    def _count_changes(self) -> None:
+        """The kept count of names goes with the rows that change it (same transaction)."""
+        self.db.execute("DELETE FROM settings WHERE key = ?", (NAMES_COUNTED,))
 
     def replace_source(self, source: str, pairs: Iterable[tuple[str, str]]) -> None:
         """The (entity, key) rows of ``source`` become ``pairs``, committed at once."""
         self.db.execute("DELETE FROM names WHERE source = ?", (source,))
+        self._count_changes()
         self.add(pairs, source)
         self.db.commit()
 
     def forget(self, source: str) -> None:
         """Remove what a load of ``source`` wrote (before loading it again)."""
         self.db.execute("DELETE FROM names WHERE source = ?", (source,))
+        self._count_changes()
         self.db.execute("DELETE FROM loads WHERE source = ?", (source,))
         self.db.commit()
 
@@ -94,7 +103,14 @@ class NameIndex:
         return {k: sorted(v) for k, v in found.items()}
 
     def count(self) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM (SELECT DISTINCT key, entity FROM names)").fetchone()[0]
+        """Distinct (name, entity) rows: counted once, then kept until names change."""
+        kept = self.get(NAMES_COUNTED)
+        if kept is not None:
+            return int(kept)
+        n = self.db.execute("SELECT COUNT(*) FROM (SELECT DISTINCT key, entity FROM names)").fetchone()[0]
+        if not self.read_only and not self.db.in_transaction:  # (never inside a load's open transaction)
+            self.set(NAMES_COUNTED, n)
+        return n
 
     # -- checkpoints -----------------------------------------------------------
     def checkpoint(self, source: str) -> dict:

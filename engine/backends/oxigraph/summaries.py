@@ -18,7 +18,12 @@ all of a hub's edges.
   it writes merges the new neighbours of a kept pair into its sample);
 - ``schema_follows``: which relations follow a relation (the offline
   judge's look-ahead), from a bounded sample of its tails, made in batches
-  when first needed, and kept.
+  when first needed, and kept;
+- ``relation_totals``: every relation's number of facts (``tog info``,
+  ``tog relations``), counted in one pass the first time they are asked
+  for after a load, then kept: a correction marks the relations it changes
+  (``relation_recount``) before it changes them, and only those are
+  counted again, from their own facts.
 
 They live in ``index.sqlite`` beside the name index, with their state in
 ``summary_state``: ``fresh`` once a load's build has run, ``stale`` from
@@ -53,6 +58,8 @@ CREATE TABLE IF NOT EXISTS pair_samples (entity TEXT NOT NULL, relation TEXT NOT
 CREATE TABLE IF NOT EXISTS schema_follows (relation TEXT NOT NULL, direction TEXT NOT NULL, follows TEXT NOT NULL,
     PRIMARY KEY (relation, direction)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS summary_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS relation_totals (relation TEXT PRIMARY KEY, facts INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS relation_recount (relation TEXT PRIMARY KEY) WITHOUT ROWID;
 """
 HUB_EDGES = 1000    # more edges than this in one direction: a hub, summarised
 SAMPLE_KEEP = 4096  # neighbours kept per crowded pair, in sample order
@@ -86,16 +93,18 @@ class Summaries:
         self._samples: dict[Key, tuple[int, list[str]] | None] = {}
         self._follows: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self._state: dict | None = None
+        # a read-only view's own count of the relations' facts (it cannot keep it)
+        self._totals: dict[str, int] | None = None
         if persist:
             with self.lock:
                 db.executescript(SCHEMA)
                 db.commit()
 
-    def _tables(self) -> bool:
+    def _tables(self, table: str = "summary_state") -> bool:
         """Whether the tables exist (a read-only view of a store made before them has none)."""
         if self.persist:
             return True
-        row = self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'summary_state'").fetchone()
+        row = self.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone()
         return row is not None
 
     def _forget(self) -> None:
@@ -103,6 +112,7 @@ class Summaries:
         self._samples.clear()
         self._follows.clear()
         self._state = None
+        self._totals = None
 
     def _room(self, view: dict) -> None:
         if len(view) > MEMORY_MAX:
@@ -134,11 +144,14 @@ class Summaries:
         return self.state().get("state") == "fresh"
 
     def mark_stale(self, why: str) -> None:
-        """A load starts writing: the summaries no longer say what the KG holds."""
+        """A load starts writing: the summaries no longer say what the KG
+        holds (nor do the relations' totals, counted again when next asked for)."""
         state = {**self.state(), "state": "stale", "why": why}
         with self.lock:
-            self._write([("INSERT OR REPLACE INTO summary_state VALUES ('hubs', ?)", (json.dumps(state),))])
+            self._write([("INSERT OR REPLACE INTO summary_state VALUES ('hubs', ?)", (json.dumps(state),)),
+                         ("DELETE FROM summary_state WHERE key = 'totals'", ())])
             self._state = state
+            self._totals = None
 
     def reread(self) -> None:
         """Forget the in-memory view (another process may have changed the tables)."""
@@ -342,6 +355,54 @@ class Summaries:
             self._write([("INSERT OR REPLACE INTO schema_follows VALUES (?, ?, ?)",
                           [(r, d, json.dumps(v)) for (r, d), v in found.items()])], many=True)
             self._follows.update(found)
+
+    # -- the relations' totals ------------------------------------------------------
+    def totals(self) -> tuple[dict[str, int], list[str]] | None:
+        """The facts of every relation as kept, and the relations a correction
+        changed since (to be counted again); None when nothing is kept (a
+        load came since, or the store's totals were never counted)."""
+        with self.lock:
+            if self._totals is not None:  # a read-only view's own count
+                return dict(self._totals), []
+            if not (self._tables() and self._tables("relation_totals")) or self.db.execute(
+                    "SELECT 1 FROM summary_state WHERE key = 'totals'").fetchone() is None:
+                return None
+            counts = dict(self.db.execute("SELECT relation, facts FROM relation_totals"))
+            return counts, [r for (r,) in self.db.execute("SELECT relation FROM relation_recount")]
+
+    def set_totals(self, counts: dict[str, int], *, recounted: Sequence[str] | None = None,
+                   seconds: float = 0.0) -> None:
+        """Keep ``counts``, every relation's facts: all counted now
+        (``recounted`` None), or only those of ``recounted`` (the others as
+        kept; one absent from ``counts`` has no fact left)."""
+        with self.lock:
+            if not self.persist:
+                self._totals = {r: n for r, n in counts.items() if n > 0}
+                return
+            db = self.db
+            if recounted is None:
+                from engine.graph import utc_now
+
+                state = {"state": "fresh", "counted": utc_now(), "seconds": round(seconds, 2)}
+                db.execute("DELETE FROM relation_totals")
+                db.execute("DELETE FROM relation_recount")
+                db.execute("INSERT OR REPLACE INTO summary_state VALUES ('totals', ?)", (json.dumps(state),))
+                rows = [(r, n) for r, n in counts.items() if n > 0]
+            else:
+                db.executemany("DELETE FROM relation_totals WHERE relation = ?", [(r,) for r in recounted])
+                db.executemany("DELETE FROM relation_recount WHERE relation = ?", [(r,) for r in recounted])
+                rows = [(r, counts[r]) for r in dict.fromkeys(recounted) if counts.get(r, 0) > 0]
+            db.executemany("INSERT INTO relation_totals VALUES (?, ?)", rows)
+            db.commit()  # one transaction: the totals and what they say they are
+
+    def recount(self, relations: Iterable[str]) -> None:
+        """A correction is about to change facts of ``relations``: their kept
+        totals are counted again when next asked for (marked before the KG
+        changes, so a correction that dies half-way leaves them marked)."""
+        with self.lock:
+            self._write([("INSERT OR IGNORE INTO relation_recount VALUES (?)",
+                          [(r,) for r in dict.fromkeys(relations)])], many=True)
+            self._totals = None
 
     # -- the whole -------------------------------------------------------------------
     def clear(self, samples: bool = True) -> None:
