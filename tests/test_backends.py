@@ -392,9 +392,10 @@ def test_every_cypher_file_compiles_on_the_server(neo4j_store):
         "hub_relations": render_cypher("hub_relations", out_counts=render_cypher("hub_count_out", type=odd).strip(),
                                        in_counts=render_cypher("hub_count_in", type=odd).strip()),
         "pair_degree": render_cypher("pair_degree", type=odd),
-        "relation_count": render_cypher("relation_count", type=odd),
+        "relation_counts": render_cypher("relation_counts", counts=", ".join(
+            render_cypher("relation_count_each", type=t).strip() for t in (odd, cypher_name("urn:tog:r:plain")))),
     }
-    fragments = {"hub_count_out", "hub_count_in"}  # compiled inside hub_relations
+    fragments = {"hub_count_out", "hub_count_in", "relation_count_each"}  # compiled inside the statements above
     kg = open_spec(neo4j_store).kg.session
     with kg.driver.session() as s:
         for name in names:
@@ -468,6 +469,20 @@ def test_cli_on_neo4j(neo4j_store, tog):
     info = tog("info", "--store", neo4j_store)
     assert "edges: 1,750" in info.output and "runs: 1" in info.output
     assert "loads: 1" in info.output and "kb.txt: 3,118 triples read, 1,368 names, 0 lines skipped, complete" in info.output
+
+
+def test_the_relations_totals_take_a_few_round_trips_however_many_relations(store_spec, tmp_path, tog):
+    """250 relations are counted in a few statements (Neo4j: a batch of
+    types per statement, each from its count store; embedded: one pass),
+    each total exact."""
+    lines = [f"e{k}_{i}|rel{k}|t{k}_{i}" for k in range(250) for i in range(k % 7 + 1)]
+    (tmp_path / "many.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert tog("load", tmp_path / "many.txt", "--store", store_spec).exit_code == 0
+    g = open_spec(store_spec)
+    before = g.kg.meter.lookups
+    got = {r.rsplit(":", 1)[1]: n for r, n in g.kg.relation_counts() if r.startswith("urn:tog:r:")}
+    assert got == {f"rel{k}": k % 7 + 1 for k in range(250)}
+    assert g.kg.meter.lookups - before <= 3
 
 
 def test_cypher_flag_needs_a_neo4j_store(tog, loaded_store):

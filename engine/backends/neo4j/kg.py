@@ -210,8 +210,11 @@ class Neo4jKG(KnowledgeGraph):
         return {k: [Node(e, names.get(e, local_name(e))) for e in v] for k, v in found.items()}
 
     def relation_counts(self) -> list[tuple[str, int]]:
-        counts = [(t, int(self._run_text(render_cypher("relation_count", type=cypher_name(t)))[0]["n"]))
-                  for t in self.session.relationship_types()]
+        counts = []
+        for group in chunks(self.session.relationship_types(), TYPES_PER_COUNT):
+            text = render_cypher("relation_counts", counts=", ".join(
+                render_cypher("relation_count_each", type=cypher_name(t)).strip() for t in group))
+            counts += list(zip(group, map(int, self._run_text(text)[0]["counts"])))
         return sorted(counts, key=lambda x: (-x[1], x[0]))
 
     def has_entity(self, entity: str) -> bool:
