@@ -1031,3 +1031,11 @@ def test_a_crowded_pairs_sample_leaves_out_blank_nodes(tmp_path):
     for direction, wanted in (("out", outs), ("in", ins)):
         _, sample = g.kg._sample((iri("s"), iri("p"), direction), 120)
         assert sample == sorted((node_id(x) for x in wanted), key=sample_key)[:120], direction
+    # expansion reads a window of neighbours, blank ones included: a pair they fill is
+    # crowded (its sample then has none); one they do not fill is read whole, without them
+    pair = (iri("s"), Relation(iri("p"), "in"))
+    for window, crowded in ((350, True), (450, False)):
+        g.kg.summaries.clear()
+        ordered, degree, known = g.kg.neighbours([pair], window)
+        assert ordered[pair][:window] == sorted((node_id(x) for x in ins), key=sample_key)[:window], window
+        assert degree[pair] == len(ins) and (pair not in known) == crowded, window

@@ -268,15 +268,20 @@ class OxigraphKG(SparqlReads):
                 render(f"neighbours_bounded_{r.direction}", e=_term(e), p=_term(r.id), limit=window + 1, k=k).strip()
                 for k, (e, r) in enumerate(part))
             found: dict[int, dict[str, None]] = defaultdict(dict)
+            blanks: dict[int, set[str]] = defaultdict(set)
             name_rows: dict[int, list] = defaultdict(list)
             for row in self._select(render("neighbours_bounded", branches=branches, names=values(self._name_terms()))):
-                k, xid = int(row["k"].value), node_id(row["x"])
+                k, x = int(row["k"].value), row["x"]
+                if isinstance(x, ox.BlankNode):  # no place in the sample order (tog's loads rename them; other writers may not)
+                    blanks[k].add(x.value)
+                    continue
+                xid = node_id(x)
                 found[k][xid] = None
                 if row["np"] is not None:
                     name_rows[k].append((xid, row["np"].value, row["name"]))
             for k, pair in enumerate(part):
                 xs = list(found.get(k, {}))
-                if len(xs) > window:
+                if len(xs) + len(blanks.get(k, ())) > window:  # the window filled: more may follow, blank or not
                     degree[pair], ordered[pair] = self._sample(key[pair], max(window, SAMPLE_KEEP))
                 else:
                     degree[pair], ordered[pair] = len(xs), sorted(xs, key=sample_key)
