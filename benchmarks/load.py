@@ -3,7 +3,9 @@
 For each size, a seeded synthetic Freebase-style N-Triples file (see
 ``synth.py``) is loaded into a fresh store twice by each side, alternating
 (raw, tog, raw, tog), each in its own process so peak RSS is its own.
-Prints triples/s, CPU seconds (user + system, all threads), peak RSS and
+Prints triples/s, CPU seconds (user + system, all threads; and each
+Python thread's: the one that calls the bulk loader, tog's name scanner,
+its hub counters; the store's own threads are the rest), peak RSS and
 store size, and tog's rate and CPU as a share of raw's, with the part of
 tog's that built the hub summaries after the bulk load (of which the
 threads that count, the rest being RocksDB compacting in the same process
@@ -53,6 +55,7 @@ def child(kind: str, file: str, store: str) -> None:
         shutil.rmtree(store, ignore_errors=True)
     started = time.perf_counter()
     summary: dict[str, float] = {}
+    threads = _thread_cpu()
     if kind == "raw":
         import pyoxigraph as ox
 
@@ -100,7 +103,28 @@ def child(kind: str, file: str, store: str) -> None:
                       "peak_rss": usage.ru_maxrss * 1024, "store_bytes": size,
                       "summary_cpu": summary.get("cpu", 0.0), "summary_seconds": summary.get("seconds", 0.0),
                       "counting_cpu": summary.get("counting_cpu", 0.0),
+                      "threads_cpu": {"main": time.thread_time(), **threads},
                       "settled_cpu": settle(store, kind)}))
+
+
+def _thread_cpu() -> dict[str, float]:
+    """The CPU of each Python thread this process runs, by name, filled in
+    as they end (the store's own threads are not Python threads: they are
+    the process's CPU less these and the main thread's)."""
+    import threading
+
+    cpu: dict[str, float] = {}
+    run = threading.Thread.run
+
+    def timed(self) -> None:
+        try:
+            run(self)
+        finally:
+            name = "tog-hubs" if self.name.startswith("tog-hubs-") else self.name  # both directions
+            cpu[name] = cpu.get(name, 0.0) + time.thread_time()
+
+    threading.Thread.run = timed  # type: ignore[method-assign]
+    return cpu
 
 
 def settle(store: str, kind: str) -> float:
@@ -189,8 +213,10 @@ def main() -> None:
                 built = f", hub summaries {r['summary_seconds']:.1f} s / {r['summary_cpu']:.1f} s CPU of it " \
                         f"(counting threads {r['counting_cpu']:.1f} s)" \
                     if r.get("summary_seconds") else ""
+                threads = ", ".join(f"{k} {v:.2f}" for k, v in r["threads_cpu"].items())
                 print(f"  {size:>11,} {kind}: {size / r['seconds']:>10,.0f} triples/s "
                       f"({r['seconds']:.1f} s, {r['cpu']:.1f} s CPU{built}, {r['settled_cpu']:.1f} s CPU settled, "
+                      f"threads' CPU s: {threads}, "
                       f"peak RSS {r['peak_rss'] / 2**20:,.0f} MiB, "
                       f"store {r['store_bytes'] / 2**20:,.0f} MiB)", flush=True)
         raw = statistics.median(size / r["seconds"] for r in runs["raw"])
