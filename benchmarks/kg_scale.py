@@ -117,7 +117,7 @@ def synth_questions(store: Path, n: int, seed: int) -> list[dict]:
             name = kg.labels([topic]).get(topic, topic)
             text = "what is the " + " of the ".join(reversed(words)) + f" of [{name}]"
             out.append({"question": text, "topics": [f"<{topic}>"], "hub": hub})
-        kg.summaries.clear()  # the questions' making sampled some pairs: the cold pass starts with none
+        kg.summaries.clear(keep_big=True)  # the questions' making sampled some pairs: the cold pass starts with none
     return out
 
 
@@ -133,6 +133,15 @@ def metaqa_questions(n: int, seed: int) -> list[dict]:
 
 
 # -- measuring (in a child process) ---------------------------------------------------------
+
+def peak_rss() -> int:
+    """This process's peak resident memory in bytes (VmHWM: ``ru_maxrss``
+    of a child keeps its parent's size at the fork, when that was more)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
 
 class Frontier:
     """What the engine asked the KG for during one question."""
@@ -192,8 +201,9 @@ def child(store: str, questions_file: str, name_predicate: str, cold_only: bool 
     questions = json.loads(Path(questions_file).read_text(encoding="utf-8"))
     s = open_store(store)
     kg = s.kg
+    kg.ready()  # what a load left to do (a store an older tog summarised): not a question's cost
     if not cold_only:  # (after a load: the samples it kept are what is measured)
-        kg.summaries.clear()  # samples and schema made by earlier runs; the hub summaries of the load stay
+        kg.summaries.clear(keep_big=True)  # samples and schema made by earlier runs; what the load made stays
     pruner, reasoner = get_pruner("hybrid"), get_reasoner("offline")
     tog_meter = Meter()
     rows = []
@@ -212,7 +222,7 @@ def child(store: str, questions_file: str, name_predicate: str, cold_only: bool 
             theirs = (tog_meter.seconds - t0, tog_meter.lookups - n0, time.process_time() - c0)
             rows.append({"pass": pass_, "i": i, "hub": item["hub"], "ours": ours, "tog": theirs,
                          "answered": bool(r.result.answer.names)})
-    rows.append({"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "made": kg.made})
+    rows.append({"rss": peak_rss(), "made": kg.made})
     print(json.dumps(rows))
 
 

@@ -264,6 +264,9 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
             if summary.get("found") == "updated" else ""
         echo(f"hub summaries: {hubs['out']:,} entities with more than {summary['threshold']:,} edges out, "
              f"{hubs['in']:,} in ({summary['edges']:,} edges) in {summary['seconds']:.1f}s{how}")
+    if summary is not None and summary.get("big_pairs_made"):
+        echo(f"biggest pairs: {summary['big_pairs_made']:,} of more than {summary['sort_max']:,} edges sampled "
+             f"(questions read their samples) in {summary['big_pairs_seconds']:.1f}s")
 
 
 @cli.command()

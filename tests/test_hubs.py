@@ -439,6 +439,161 @@ def test_a_load_into_a_summarised_store_keeps_the_samples_and_merges_what_it_wro
         assert store.kg.summaries.counts()["crowded_pairs"] == 0
 
 
+def test_the_biggest_pairs_are_sampled_with_the_summaries_never_by_a_question(tmp_path, tog, monkeypatch, capsys):
+    """A hub's pair past SORT_MAX edges gets its sample with the summaries
+    (a question would sort it whole in the store, 9.6 s for a real KG's
+    1M-edge pair): the first SAMPLE_KEEP of its neighbours in the sample
+    order, literals too, what the store's sort gives. On every path: a
+    load into an empty store; a load into a summarised one (a pair that
+    grows past SORT_MAX is sampled, one it wrote to is merged, or, past
+    FACTS_MAX, sampled again); a store whose summaries an older tog made
+    (the first question samples them, once). A question then sorts none."""
+    import json
+    import shutil
+
+    from engine.backends.oxigraph import kg as kg_module
+    from engine.backends.oxigraph import summaries
+    from engine.store import open_store
+    from loaders.load import load_file
+
+    keep = 50
+    monkeypatch.setattr(summaries, "SAMPLE_KEEP", keep)
+    monkeypatch.setattr(kg_module, "SAMPLE_KEEP", keep)
+    monkeypatch.setattr(summaries, "SORT_MAX", 1500)
+    r, s_ = iri("r"), iri("s")
+    lines = [f"<{iri('big')}> <{r}> <{iri(f'x{i}')}> ." for i in range(1700)]
+    lines += [f'<{iri("big")}> <{r}> "value {i}" .' for i in range(300)]  # literals take their places by hash
+    lines += [f"<{iri('big')}> <{s_}> <{iri(f'y{i}')}> ." for i in range(1200)]  # a hub's pair under SORT_MAX
+    lines += [f"<{iri(f'z{i}')}> <{r}> <{iri('sink')}> ." for i in range(1600)]
+    big, small, sink = (iri("big"), r, "out"), (iri("big"), s_, "out"), (iri("sink"), r, "in")
+
+    def truth(store, key) -> list[str]:
+        """The pair's first neighbours in the sample order, from the store as it is."""
+        e, rel, d = key
+        pairs = [(e, Relation(rel, d))]
+        every = store.kg.neighbours(pairs, 10**6)[0][pairs[0]]
+        return sorted(every, key=sample_key)[:keep]
+
+    with open_store(tmp_path / "store", create=True) as store:
+        load_file(store.need_sink(), write_nt(tmp_path / "base.nt", lines))
+        state = store.kg.summaries.state()
+        assert state["big_pairs"] == 2 and state["sort_max"] == 1500
+        kept = store.kg.summaries.samples([big, small, sink])
+        assert set(kept) == {big, sink} and kept[big][0] == 2000 and kept[sink][0] == 1600
+        assert kept[big][1] == truth(store, big) and kept[sink][1] == truth(store, sink)
+        assert any(x.startswith('"value') for x in kept[big][1])
+        spy = Spy(store.kg, monkeypatch)
+        got = [c.node.id for c in store.kg.expand([(iri("big"), Relation(r, "out"))], limit=5)]
+        assert got and store.kg.made["crowded_pairs"] == 0 and spy.full_reads() == 0
+        assert spy.most_rows() <= keep
+        # what the store's sort makes of the same pair, were it asked to: the same sample
+        store.kg.summaries.clear()
+        assert [c.node.id for c in store.kg.expand([(iri("big"), Relation(r, "out"))], limit=5)] == got
+        assert store.kg.summaries.samples([big])[big][1] == kept[big][1] and store.kg.made["crowded_pairs"] == 1
+        store.kg.summaries.clear(keep_big=True)  # a benchmark's cold start: the questions' samples go, not the load's
+    assert "2 pairs of more than 1,500 edges sampled with the summaries" in tog("info", "--store", tmp_path / "store").output
+    with open_store(tmp_path / "store") as store:  # (the sort above made big's again; the load's are what count)
+        store.kg.summaries.clear()
+        from engine.backends.oxigraph.summaries import sample_big
+
+        assert sample_big(store.kg.db)["big_pairs_made"] == 2
+    for copy in ("many", "older"):
+        shutil.copytree(tmp_path / "store", tmp_path / copy)
+    more = write_nt(tmp_path / "more.nt", [f"<{iri('big')}> <{s_}> <{iri(f'y-new{i}')}> ." for i in range(400)]
+                    + [f"<{iri('big')}> <{r}> <{iri(f'x-new{i}')}> ." for i in range(30)])
+    for name in ("store", "many"):
+        if name == "many":
+            monkeypatch.setattr(summaries, "FACTS_MAX", 2)  # too many edges of kept pairs to follow: theirs go
+        with open_store(tmp_path / name) as store:
+            load_file(store.need_sink(), more)
+            state = store.kg.summaries.state()
+            assert state["found"] == "updated" and state["big_pairs"] == 3
+            assert state["samples_merged"] == (1 if name == "store" else 0)
+            assert state["big_pairs_made"] == (1 if name == "store" else 2)  # small grew past SORT_MAX
+            kept = store.kg.summaries.samples([big, small, sink])
+            assert kept[small][0] == 1600 and kept[big][0] == 2030
+            for key in (big, small, sink):
+                assert kept[key][1] == truth(store, key), (name, key)
+    # a store an older tog summarised: no big_pairs in its state, no samples
+    with open_store(tmp_path / "older") as store:
+        store.kg.summaries.clear()
+        db = store.kg.summaries.db
+        state = json.loads(db.execute("SELECT value FROM summary_state WHERE key = 'hubs'").fetchone()[0])
+        del state["big_pairs"]
+        db.execute("UPDATE summary_state SET value = ? WHERE key = 'hubs'", (json.dumps(state),))
+        db.commit()
+    capsys.readouterr()
+    with open_store(tmp_path / "older") as store:
+        spy = Spy(store.kg, monkeypatch)
+        store.kg.expand([(iri("sink"), Relation(r, "in"))], limit=5)
+        assert store.kg.made["crowded_pairs"] == 0 and spy.full_reads() == 0
+        assert store.kg.summaries.state()["big_pairs"] == 2
+        said = capsys.readouterr().err
+        assert "sampling the biggest pairs of" in said and "made by an older tog" in said, said
+        assert store.kg.summaries.samples([sink])[sink][1] == truth(store, sink)
+
+
+@pytest.mark.neo4j
+def test_neo4j_samples_the_biggest_pairs_at_load_as_the_embedded_store_does(neo4j_store, tmp_path, monkeypatch,
+                                                                              capsys, tog):
+    """On Neo4j too a pair past SORT_MAX is sampled by the load (the server
+    sorts it then), the same sample as the embedded store's; a later load
+    samples the pairs it grows past SORT_MAX (around what it touched); a
+    database without the record (an older tog's, an offline import) gets
+    them from its first crowded expansion, once. No question sorts one."""
+    from conftest import open_spec
+
+    from engine.backends.neo4j import kg as neo4j_kg
+    from engine.backends.neo4j.kg import BIG_PAIRS, Neo4jKG, sample_id
+    from engine.backends.oxigraph import summaries
+    from engine.store import open_store
+    from loaders.load import load_file
+
+    monkeypatch.setattr(neo4j_kg, "SORT_MAX", 1500)
+    monkeypatch.setattr(summaries, "SORT_MAX", 1500)
+    r, s_ = iri("r"), iri("s")
+    lines = [f"<{iri('big')}> <{r}> <{iri(f'x{i}')}> ." for i in range(1700)]
+    lines += [f'<{iri("big")}> <{r}> "value {i}" .' for i in range(300)]
+    lines += [f"<{iri('big')}> <{s_}> <{iri(f'y{i}')}> ." for i in range(1200)]
+    lines += [f"<{iri(f'z{i}')}> <{r}> <{iri('sink')}> ." for i in range(1600)]
+    big, small, sink = (iri("big"), r, "out"), (iri("big"), s_, "out"), (iri("sink"), r, "in")
+    base = write_nt(tmp_path / "base.nt", lines)
+    more = write_nt(tmp_path / "more.nt", [f"<{iri('big')}> <{s_}> <{iri(f'y-new{i}')}> ." for i in range(400)])
+
+    def kept(store) -> dict:
+        found = store.kg.session.run("samples_get", keys=[sample_id(k) for k in (big, small, sink)])
+        return {tuple(row["key"].split("\n")): (row["degree"], list(row["sample"])) for row in found}
+
+    embedded = {}
+    with open_store(tmp_path / "embedded", create=True) as ox_store:
+        for f in (base, more):
+            load_file(ox_store.need_sink(), f)
+            embedded[f.name] = ox_store.kg.summaries.samples([big, small, sink])
+    store = open_spec(neo4j_store, create=True)
+    loaded = tog("load", base, "--store", neo4j_store, "--no-progress")
+    assert loaded.exit_code == 0 and "biggest pairs: 2 of more than 1,500 edges sampled" in loaded.output, loaded.output
+    assert kept(store) == embedded["base.nt"] and set(kept(store)) == {big, sink}
+    info = tog("info", "--store", neo4j_store)
+    assert "except the samples of pairs past 1,500 edges, made by the load (all made)" in info.output, info.output
+    kg = Neo4jKG(store.kg.session)
+    found = [c.node.id for c in kg.expand([(iri("big"), Relation(r, "out"))], limit=5)]
+    assert found and kg.made["crowded_pairs"] == 0
+    load_file(store.need_sink(), more)  # grows (big, s) past SORT_MAX: only what it touched is looked at
+    assert store.kg.session.setting(BIG_PAIRS, None) == 1500
+    assert kept(store) == embedded["more.nt"] and set(kept(store)) == {big, small, sink}
+    # a database without the record (an older tog's, an offline import): its first crowded expansion samples all
+    store.kg.session.run_batched("summaries_clear")
+    store.kg.session.run_text("MATCH (s:TogSetting {key: $key}) DELETE s", write=True, key=BIG_PAIRS)
+    capsys.readouterr()
+    kg = Neo4jKG(store.kg.session)
+    assert [c.node.id for c in kg.expand([(iri("big"), Relation(r, "out"))], limit=5)] == found
+    assert kg.made["crowded_pairs"] == 3 and "sampling the biggest pairs of the Neo4j database once" in \
+        capsys.readouterr().err
+    assert kept(store) == embedded["more.nt"]
+    kg.expand([(iri("sink"), Relation(r, "in"))], limit=5)
+    assert kg.made["crowded_pairs"] == 3  # (the expansion itself sorted nothing: all three were made before it)
+
+
 def test_the_hub_tally_stays_small_and_misses_no_hub(monkeypatch):
     """Lossy counting: with a round of pruning every 500 sampled lines, a
     stream of 300,000 lines about 100,000 entities keeps a few thousand
@@ -531,21 +686,27 @@ def test_a_store_made_before_summaries_builds_them_once_on_first_use(loaded_hub,
 def test_expanding_a_crowded_pair_reads_only_its_sample(hub_store, monkeypatch):
     kg = hub_store.kg
     spy = Spy(kg, monkeypatch)
-    for limit in (5, 40, 100):
-        spy.calls.clear()
-        got = [(c.node.id, c.node.name) for c in kg.expand([(iri("hub"), LINKS)], limit=limit)]
-        assert got == _expected(limit), limit
-        assert spy.most_rows() <= max(SAMPLE_KEEP, 4 * limit + 1)
-    assert kg.made["crowded_pairs"] == 1  # sampled once, then read back
-    # ToG's sampling of crowded relations, and the other direction of the hub
-    assert [c.node.id for c in kg.expand([(iri("hub"), LINKS)], limit=100, over=20, size=3)] == \
-        [x for x, _ in _expected(100, cap=3)]
-    fans = kg.expand([(iri("hub"), LIKES)], limit=7)
-    want = sorted((iri(f"m{i}") for i in range(IN)), key=sample_key)[:7]
-    assert [c.node.id for c in fans] == want and all(c.node.name.startswith("Fan ") for c in fans)
-    assert spy.most_rows() <= SAMPLE_KEEP and kg.made["crowded_pairs"] == 2
+    links, likes = (iri("hub"), LINKS.id, "out"), (iri("hub"), LIKES.id, "in")
+    # both pairs are past SORT_MAX: the load sampled them, with their degrees
+    assert {k: n for k, (n, _) in kg.summaries.samples([links, likes]).items()} == {links: OUT, likes: IN}
+    for made_by_load in (True, False):  # then every sample dropped: each made by the store's sort, the same
+        for limit in (5, 40, 100):
+            spy.calls.clear()
+            got = [(c.node.id, c.node.name) for c in kg.expand([(iri("hub"), LINKS)], limit=limit)]
+            assert got == _expected(limit), limit
+            assert spy.most_rows() <= max(SAMPLE_KEEP, 4 * limit + 1)
+        # ToG's sampling of crowded relations, and the other direction of the hub
+        assert [c.node.id for c in kg.expand([(iri("hub"), LINKS)], limit=100, over=20, size=3)] == \
+            [x for x, _ in _expected(100, cap=3)]
+        fans = kg.expand([(iri("hub"), LIKES)], limit=7)
+        want = sorted((iri(f"m{i}") for i in range(IN)), key=sample_key)[:7]
+        assert [c.node.id for c in fans] == want and all(c.node.name.startswith("Fan ") for c in fans)
+        assert spy.most_rows() <= SAMPLE_KEEP
+        assert kg.made["crowded_pairs"] == (0 if made_by_load else 2)  # each sorted once, then read back
+        assert kg.summaries.samples([links])[links][1] == sorted(
+            (iri(f"n{i}") for i in range(OUT)), key=sample_key)[:SAMPLE_KEEP]
+        kg.summaries.clear()
     # sampled afresh, a hub's pairs take their degrees from its summary: nothing counts them
-    kg.summaries.clear()
     spy.calls.clear()
     _, degree, _ = kg.neighbours([(iri("hub"), LINKS), (iri("hub"), LIKES)], 100)
     assert degree == {(iri("hub"), LINKS): OUT, (iri("hub"), LIKES): IN}
@@ -566,7 +727,7 @@ def test_a_question_about_a_hub_is_answered_from_bounded_reads(hub_store, monkey
     spy.calls.clear()
     ask(hub_store, "which nodes does [The Hub] link to", get_pruner("hybrid"), get_reasoner("offline"),
         SearchConfig(), record=False)
-    assert spy.most_rows() <= SAMPLE_KEEP and spy.full_reads() <= 2  # at most the first sample of each pair
+    assert spy.most_rows() <= SAMPLE_KEEP and spy.full_reads() == 0  # the load sampled both of its pairs
     # a kind not reached at the hub: the judge's schema look-ahead and the beam's listing of
     # the candidates' relations (the hub among them) stay bounded too
     spy.calls.clear()
@@ -598,7 +759,7 @@ def test_the_look_ahead_schema_reads_a_relation_s_first_edges_only(hub_store, mo
 def test_corrections_and_reverts_keep_the_summaries_true(hub_store, tog, monkeypatch):
     kg = hub_store.kg
     kg.relations([iri("hub")])
-    kg.expand([(iri("hub"), LINKS)], limit=3)  # summary and sample made
+    kg.expand([(iri("hub"), LINKS)], limit=3)  # the load's summary and sample, read
     j = min(range(IN), key=lambda i: sample_key(iri(f"m{i}")))  # a fan ahead of most nodes in sample order
     newcomer = iri(f"m{j}")
     hub_store.close()
@@ -624,7 +785,8 @@ def test_corrections_and_reverts_keep_the_summaries_true(hub_store, tog, monkeyp
     assert spy.full_reads() == 0
     g.close()
     info = tog("info", "--store", store)
-    assert "hubs summarised: 2" in info.output and "crowded pairs sampled: 1" in info.output, info.output
+    # both of the hub's pairs were sampled by the load (past SORT_MAX), and kept true
+    assert "hubs summarised: 2" in info.output and "crowded pairs sampled: 2" in info.output, info.output
 
 
 def test_a_killed_load_leaves_summaries_true_after_it_resumes(tmp_path, tog):
@@ -695,9 +857,9 @@ def test_a_correction_that_makes_a_hub_summarises_it(tmp_path, tog, monkeypatch)
 @pytest.mark.neo4j
 def test_neo4j_answers_the_same_from_bounded_reads(neo4j_store, loaded_hub, tmp_path, monkeypatch):
     """The same hub in a real Neo4j: degrees from its degree store, every
-    statement's rows bounded, the crowded pair sorted by the server once
-    (and kept), the same candidates as the embedded store; a correction
-    updates the kept sample in its own transaction."""
+    statement's rows bounded, the crowded pairs (past SORT_MAX) sorted by
+    the server at load (and kept), the same candidates as the embedded
+    store; a correction updates the kept sample in its own transaction."""
     from conftest import open_spec
 
     from engine.feedback import correct
@@ -724,18 +886,20 @@ def test_neo4j_answers_the_same_from_bounded_reads(neo4j_store, loaded_hub, tmp_
         assert got == _expected(limit), limit
     fans = kg.expand([(iri("hub"), LIKES)], limit=7)
     assert [c.node.id for c in fans] == sorted((iri(f"m{i}") for i in range(IN)), key=sample_key)[:7]
-    assert kg.made["crowded_pairs"] == 2 and max(n for _, n in rows) <= SAMPLE_KEEP
+    # both pairs are past SORT_MAX: the load had the server sort them, no question does
+    assert kg.made["crowded_pairs"] == 0 and max(n for _, n in rows) <= SAMPLE_KEEP
+    assert not [name for name, _ in rows if name.startswith("sample_")]
     j = min(range(IN), key=lambda i: sample_key(iri(f"m{i}")))
     newcomer = iri(f"m{j}")
     c = correct(store, [], [f"<{iri('hub')}>|<{LINKS.id}>|<{newcomer}>"], "a test")
     got = [(x.node.id, x.node.name) for x in kg.expand([(iri("hub"), LINKS)], limit=100)]
     assert got == _expected(100, extra=(newcomer, f"Fan {j}"))
-    assert kg.made["crowded_pairs"] == 2  # updated in place by the correction's transaction
+    assert kg.made["crowded_pairs"] == 0  # updated in place by the correction's transaction
     from engine.feedback import revert
 
     revert(store, c.id)
     assert [(x.node.id, x.node.name) for x in kg.expand([(iri("hub"), LINKS)], limit=100)] == _expected(100)
-    assert kg.made["crowded_pairs"] == 2 and max(n for _, n in rows) <= SAMPLE_KEEP
+    assert kg.made["crowded_pairs"] == 0 and max(n for _, n in rows) <= SAMPLE_KEEP
     # the look-ahead over `likes` (60,000 edges, all to the hub) reads its first edges only
     from engine.backends.neo4j.kg import SCHEMA_READ, SCHEMA_TAILS
     from engine.queries import cypher
@@ -900,7 +1064,7 @@ def test_a_load_into_neo4j_merges_its_edges_into_the_kept_samples(neo4j_store, t
         f'<{iri("star")}> <{RDFS_LABEL}> "Star" .'])
     report = load_file(sink, more)
     merged = kept()
-    assert report.summary == {"samples_merged": 4}
+    assert report.summary is not None and report.summary["samples_merged"] == 4 and not report.summary["big_pairs_made"]
     assert kg.session.run("summaries_count")[0] == {"samples": 6, "schema": 0}
     assert all(merged[k] == before[k] for k in (likes, quiet)) and merged[fans][0] == crowd + 1
     assert merged[knows][0] == crowd + 1 and ahead in merged[knows][1] and len(merged[knows][1]) == keep

@@ -12,6 +12,8 @@ bounded whatever the hubs:
   neighbours in the sample order are sorted by the server by their sample
   key (``sk``) once and kept in a ``(:TogSample)`` node, which corrections
   update in their own transaction and a load when it ends (``sink.py``);
+  a pair past ``SORT_MAX`` edges is sorted when a load ends, not by a
+  question (:meth:`Neo4jKG.sample_big`);
 - the look-ahead schema: a bounded sample of each relation's tails, the
   relations around them, kept in ``(:TogSchema)`` nodes.
 """
@@ -19,10 +21,13 @@ bounded whatever the hubs:
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 
 from engine.backends.common import (
+    SORT_MAX,
     Found,
     chunks,
     crowd_cap,
@@ -55,6 +60,10 @@ BATCH = 2000  # rows per read statement
 HUB_EDGES = 1000  # edges in one direction past which an entity's relations are counted per type
 TYPES_PER_COUNT = 100  # relationship types counted per hub statement (the texts repeat: planned once)
 SAMPLE_KEEP = 4096  # neighbours kept per crowded pair, in sample order
+# setting: SORT_MAX once a load (or a first question) sampled every pair past it; "pending" while
+# a load runs (a load that did not end leaves it so: the next one samples the whole KG's)
+BIG_PAIRS = "big_pairs_sampled"
+log = logging.getLogger("tog")
 SCHEMA_TAILS = 50  # tails sampled per relation for the schema
 SCHEMA_READ = 1000  # edges of a relation read to find them
 Key = tuple[str, str, str]  # (entity, relation, direction)
@@ -90,6 +99,7 @@ class Neo4jKG(KnowledgeGraph):
         self.schema = Neo4jSchema(self)
         self._relation_labels: dict[str, str | None] = {}
         self.made = {"crowded_pairs": 0}
+        self._big_checked = False  # whether this database's biggest pairs were sampled (once per object)
 
     def _run(self, name: str, **params) -> list:
         return self.session.run(name, meter=self.meter, **params)
@@ -165,6 +175,12 @@ class Neo4jKG(KnowledgeGraph):
                  ) -> dict[tuple[str, Relation], tuple[int, list[str]]]:
         """Each crowded pair's degree and first neighbours in sample order:
         kept ones, or sorted by the server now (and kept)."""
+        if not self._big_checked:
+            self._big_checked = True
+            if self.session.setting(BIG_PAIRS, None) is None:  # made by an older tog, or imported offline
+                log.info("sampling the biggest pairs of the Neo4j database once (it was made by an older tog "
+                         "or imported offline) ...")
+                log.info(f"{self.sample_big()['big_pairs_made']:,} pairs sampled")
         keys = {pair: (pair[0], pair[1].id, pair[1].direction) for pair in pairs}
         kept = {row["key"]: (row["degree"], list(row["sample"]))
                 for row in self._run("samples_get", keys=[sample_id(k) for k in keys.values()])}
@@ -183,6 +199,33 @@ class Neo4jKG(KnowledgeGraph):
         self.session.run("sample_save", write=True, key=sample_id(key), degree=degree, sample=sample)
         self.made["crowded_pairs"] += 1
         return degree, sample
+
+    def sample_big(self, entities: Sequence[str] | None = None) -> dict:
+        """Sample every pair past SORT_MAX edges around ``entities`` (a load's;
+        None: the whole KG) that has no kept sample, so that no question
+        sorts one: the server sorts it now, as a question would, and it is
+        kept. Dense entities are found from the degree store, their pairs'
+        degrees per type (as ``relations`` counts a hub's). Records that the
+        database's biggest pairs are sampled (``BIG_PAIRS``). Returns
+        ``big_pairs_made`` and ``big_pairs_seconds``."""
+        started = time.perf_counter()
+        if entities is None:
+            dense = [r["id"] for r in self.session.run("dense_entities", min=SORT_MAX)]
+        else:
+            dense = [r["id"] for part in chunks(list(entities), BATCH)
+                     for r in self.session.run("dense_among", ids=list(part), min=SORT_MAX)]
+        keys = [(e, r.id, r.direction) for e, rels in self.degrees(dense).items() for r in rels
+                if (r.degree or 0) > SORT_MAX]
+        kept = {row["key"] for part in chunks(keys, BATCH)
+                for row in self.session.run("samples_get", keys=[sample_id(k) for k in part])}
+        made = 0
+        for key in keys:
+            if sample_id(key) not in kept:
+                self._sample(key, SAMPLE_KEEP)
+                made += 1
+        self.session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps(SORT_MAX))
+        return {"big_pairs_made": made, "big_pairs_seconds": round(time.perf_counter() - started, 2),
+                "sort_max": SORT_MAX}
 
     def pair_degree(self, entity: str, relation: str, direction: str) -> int:
         rows = self._run_text(render_cypher("pair_degree", type=cypher_name(relation)), e=entity)
@@ -223,13 +266,17 @@ class Neo4jKG(KnowledgeGraph):
     def stats(self) -> dict:
         row = self._run("stats")[0]
         kept = self.session.run("summaries_count")[0]
+        state = self.session.setting(BIG_PAIRS, None)
+        big = ("all made" if state == SORT_MAX else "a load has not finished: its end makes them" if state == "pending"
+               else "none made yet: the first crowded expansion makes them")
         return {"edges": row["edges"], "entities": row["entities"], "values": row["values"], "names": row["names"],
                 "crowded pairs sampled": kept["samples"], "relations with a look-ahead schema": kept["schema"],
                 "summaries": f"hubs (more than {HUB_EDGES} edges in a direction) counted per relation from "
                              f"Neo4j's degrees; samples of crowded pairs (the first {SAMPLE_KEEP} neighbours in "
                              f"sample order) and the schema ({SCHEMA_TAILS} tails per relation from its first "
-                             f"{SCHEMA_READ} edges) made when first needed; a load merges the edges it writes into the "
-                             f"samples and forgets the schema"}
+                             f"{SCHEMA_READ} edges) made when first needed, except the samples of pairs past "
+                             f"{SORT_MAX:,} edges, made by the load ({big}); a load merges the edges it writes into "
+                             f"the samples and forgets the schema"}
 
 
 def refresh_samples(tx, session: Neo4jSession, facts: Sequence[tuple[str, str, str]]) -> None:

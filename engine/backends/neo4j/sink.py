@@ -13,6 +13,7 @@ again, which adds nothing.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
@@ -36,6 +37,7 @@ CHUNK_BYTES = 16 << 20  # bytes of lines written (and checkpointed) per transact
 MAX_TERM_BYTES = 8000
 KEEP_MAX = 100_000  # kept crowded-pair samples a load follows (past that it forgets them all)
 NOTED_MAX = 100_000  # neighbours of kept pairs a load notes (past that it forgets their samples)
+TOUCHED_MAX = 500_000  # entities a load follows for its biggest pairs (past that, the whole KG's are looked at)
 PENDING = "samples_pending"  # setting: a load follows the kept samples and has not merged into them
 
 
@@ -122,6 +124,9 @@ class Neo4jSink(PendingWrites):
         self._node_ids: dict[str, int] = {}  # entity -> node id, from this load's committed chunks
         self._notes: _SampleNotes | None = None  # what the load wrote of the pairs of kept samples
         self.samples_merged = 0  # samples the loads since the last ``summarise`` merged their edges into
+        # entities the loads since the last ``summarise`` wrote edges of (None: too many to
+        # follow, a fresh database, or the biggest pairs were not all sampled before: all of them)
+        self._touched: set[str] | None = set()
 
     def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False) -> LoadCheckpoint:
         self.session.add_name_predicates(name_predicates)
@@ -146,11 +151,18 @@ class Neo4jSink(PendingWrites):
         return self.session.name_predicates
 
     def begin(self) -> None:
+        from engine.backends.neo4j.kg import BIG_PAIRS, SORT_MAX
+
         self._notes = self._follow_samples()
+        if self.session.setting(BIG_PAIRS, None) != SORT_MAX:
+            self._touched = None
+        self.session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps("pending"))
         # A load into a database with no KG yet may CREATE its edges and name
         # keys (checking for repeats within the load in memory), which is many
         # times faster than MERGE on hubs; otherwise every edge is MERGEd.
         self._fresh = self.session.run("kg_entities")[0]["n"] == 0
+        if self._fresh:
+            self._touched = None
         self._seen = _HashSet() if self._fresh else None
         # Name keys have no unique constraint, so two chunks in flight could
         # both MERGE one: each key goes to one chunk, whatever the database.
@@ -201,12 +213,19 @@ class Neo4jSink(PendingWrites):
         return notes
 
     def summarise(self, progress: bool = False) -> dict | None:
-        """Nothing to build: a hub's relations and degrees come from Neo4j's
-        own degree store, samples and the schema are made when first needed.
-        Says how many kept samples the loads since the last call merged
-        their edges into (None if none)."""
+        """Little to build: a hub's relations and degrees come from Neo4j's
+        own degree store, samples and the schema are made when first needed,
+        except the samples of pairs past SORT_MAX edges, which the server
+        sorts now (around the entities the loads wrote edges of, or all).
+        Says how many of those were made and how many kept samples the loads
+        since the last call merged their edges into (None if neither)."""
+        from engine.backends.neo4j.kg import Neo4jKG
+
         merged, self.samples_merged = self.samples_merged, 0
-        return {"samples_merged": merged} if merged else None
+        touched, self._touched = self._touched, set()
+        big = Neo4jKG(self.session).sample_big(None if touched is None else sorted(touched))
+        out = {**big, "samples_merged": merged} if merged or big["big_pairs_made"] else {}
+        return out or None
 
     def write(self, quads: Iterable[ox.Quad]) -> None:
         self._pending.extend(quads)
@@ -283,6 +302,10 @@ class Neo4jSink(PendingWrites):
                        "create" if self._seen is not None else "merge", known, cache)
         if self._notes is not None:
             chunk.noted = (self._notes, self._notes.chunk(edges))
+        if self._touched is not None:
+            self._touched.update(entities)
+            if len(self._touched) > TOUCHED_MAX:
+                self._touched = None
         return chunk
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import cast
 
@@ -140,6 +140,11 @@ class Database:
         finally:
             if meter is not None:
                 meter.add(time.perf_counter() - started)
+
+    def stream(self, text: str) -> Iterator[ox.QuerySolution]:
+        """A SELECT's solutions one at a time, for a read too big to hold
+        (the summaries' own; questions' reads are bounded and use ``query``)."""
+        return iter(cast(ox.QuerySolutions, self.store.query(text)))
 
     def empty(self) -> bool:
         """Whether the KG holds no triple (read from the index's start, not counted)."""

@@ -11,8 +11,9 @@ Every read at question time is bounded, whatever the hubs (see
   limit, which shows a hub the summaries lack);
 - expand: each pair's neighbours are read up to the candidate window,
   without names; a pair past it is crowded, and its neighbours come from
-  its kept sample (sorted by the store inside the query the first time,
-  then kept); names are then asked for the candidates in the window only;
+  its kept sample (a hub's pair past ``SORT_MAX`` edges: made with the
+  summaries; any other: sorted by the store inside the query the first
+  time, then kept); names are then asked for the candidates in the window only;
 - the schema of the offline judge's look-ahead: a bounded sample of each
   relation's tails (read from its first edges), the relations around
   them, made in batches when first needed and kept per relation.
@@ -45,7 +46,15 @@ from engine.backends.common import (
     select_candidates,
 )
 from engine.backends.oxigraph.database import Database
-from engine.backends.oxigraph.summaries import HUB_EDGES, SAMPLE_KEEP, SAMPLE_RATE, Key, build
+from engine.backends.oxigraph.summaries import (
+    HUB_EDGES,
+    SAMPLE_KEEP,
+    SAMPLE_RATE,
+    SORT_MAX,
+    Key,
+    build,
+    sample_big,
+)
 from engine.backends.sparql_reads import SparqlReads, iri_rows, node_id, values
 from engine.graph import (
     CANDIDATE_WINDOW,
@@ -197,6 +206,11 @@ class OxigraphKG(SparqlReads):
                 log.info(f"building the hub summaries of {self.db.name} once ({why}) ...")
                 state_now = build(self.db, how="on first use", progress=sys.stderr.isatty())
                 log.info(f"hub summaries: {sum(state_now['hubs'].values()):,} hubs in {state_now['seconds']:.1f} s")
+        elif "big_pairs" not in summaries.state() and not self.db.read_only:
+            # summarised by a tog that let questions sort every crowded pair: the biggest are sampled once, now
+            log.info(f"sampling the biggest pairs of {self.db.name} once (its summaries were made by an older tog) ...")
+            state_now = sample_big(self.db, progress=sys.stderr.isatty())
+            log.info(f"{state_now['big_pairs_made']:,} pairs sampled in {state_now['big_pairs_seconds']:.1f} s")
 
     # -- expand ------------------------------------------------------------------
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
@@ -401,7 +415,9 @@ class OxigraphKG(SparqlReads):
 
 def summary_text(state: dict) -> str:
     """What ``tog info`` says of how the summaries were made."""
-    rest = (f"crowded pairs: the first {SAMPLE_KEEP} neighbours in sample order, sorted by the store when "
+    big = (f"{state['big_pairs']:,} pairs of more than {state.get('sort_max', SORT_MAX):,} edges sampled with the "
+           f"summaries, the others " if "big_pairs" in state else "")
+    rest = (f"crowded pairs: the first {SAMPLE_KEEP} neighbours in sample order, {big}sorted by the store when "
             f"first expanded, then kept; look-ahead schema: {SCHEMA_TAILS} tails per relation from its first "
             f"{SCHEMA_READ} edges, made when first needed, then kept")
     if state.get("state") == "missing":

@@ -15,7 +15,9 @@ all of a hub's edges.
   ``SAMPLE_KEEP`` neighbours in the sample order every backend uses
   (``backends.common.sample_key``), sorted by the store inside the query
   the first time the pair is expanded, and kept (a load that notes what
-  it writes merges the new neighbours of a kept pair into its sample);
+  it writes merges the new neighbours of a kept pair into its sample).
+  A hub's pair of more than ``SORT_MAX`` edges is sampled with the
+  summaries instead (:func:`sample_big`), so no question sorts one;
 - ``schema_follows``: which relations follow a relation (the offline
   judge's look-ahead), from a bounded sample of its tails, made in batches
   when first needed, and kept;
@@ -45,6 +47,8 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from engine.backends import common
+
 if TYPE_CHECKING:
     from engine.backends.oxigraph.database import Database
 
@@ -73,6 +77,7 @@ GAPS = 1 << 16       # the tally's random gaps between sampled lines, used in tu
 TOUCHED_MAX = 500_000  # entities a direction that a load into a summarised store notes; past it, count every edge
 FACTS_MAX = 100_000  # edges of sampled pairs such a load notes to merge into their samples; past it, those go
 PAIR_COST = 150      # a query's own cost, in edges read (0.1 ms against 0.7 µs an edge, measured)
+SORT_MAX = common.SORT_MAX  # a hub's pair past it is sampled with the summaries (sample_big)
 
 MEMORY_MAX = 200_000  # entries each in-memory view holds before it starts over
 
@@ -332,6 +337,30 @@ class Summaries:
                           (*key, degree, json.dumps(list(sample))))])
             self._samples[key] = (degree, list(sample))
 
+    def unsampled(self) -> list[tuple[Key, int]]:
+        """The hubs' pairs past SORT_MAX edges that have no sample kept, with their degrees."""
+        with self.lock:
+            return [((e, r, d), n) for e, r, d, n in self.db.execute(
+                "SELECT h.entity, h.relation, h.direction, h.degree FROM hub_relations h WHERE h.degree > ? "
+                "AND NOT EXISTS (SELECT 1 FROM pair_samples s WHERE s.entity = h.entity "
+                "AND s.relation = h.relation AND s.direction = h.direction)", (SORT_MAX,))]
+
+    def set_big_samples(self, made: dict[Key, tuple[int, list[str]]], seconds: float) -> dict:
+        """The samples :func:`sample_big` made, with the state saying so
+        (``big_pairs``: how many the store keeps), in one transaction."""
+        with self.lock:
+            self._write([("INSERT OR REPLACE INTO pair_samples VALUES (?, ?, ?, ?, ?)",
+                          [(*k, n, json.dumps(sample)) for k, (n, sample) in made.items()])], many=True)
+            kept = self.db.execute("SELECT COUNT(*) FROM pair_samples WHERE degree > ?", (SORT_MAX,)).fetchone()[0] \
+                if self.persist else len(made)
+            row = self.db.execute("SELECT value FROM summary_state WHERE key = 'hubs'").fetchone()
+            state = {**(json.loads(row[0]) if row else {}), "big_pairs": kept, "big_pairs_made": len(made),
+                     "big_pairs_seconds": round(seconds, 2), "sort_max": SORT_MAX}
+            self._write([("INSERT OR REPLACE INTO summary_state VALUES ('hubs', ?)", (json.dumps(state),))])
+            self._samples.update(made)
+            self._state = dict(state)
+            return state
+
     # -- the look-ahead's schema --------------------------------------------------
     def follows(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[tuple[str, str]]]:
         out: dict[tuple[str, str], list[tuple[str, str]]] = {}
@@ -405,14 +434,19 @@ class Summaries:
             self._totals = None
 
     # -- the whole -------------------------------------------------------------------
-    def clear(self, samples: bool = True) -> None:
+    def clear(self, samples: bool = True, *, keep_big: bool = False) -> None:
         """Forget the schema and (``samples``) every sample: a load may change
         any pair, unless it follows what it touches (then its build drops
         those, ``update_hubs``); the hub summaries stay until the load's
-        build replaces them, marked stale meanwhile (``mark_stale``)."""
-        tables = ("pair_samples", "schema_follows") if samples else ("schema_follows",)
+        build replaces them, marked stale meanwhile (``mark_stale``).
+        ``keep_big``: the samples of pairs past SORT_MAX, which the summaries
+        made, stay (what questions made goes: a benchmark's cold start)."""
+        statements: list[tuple[str, Sequence]] = [("DELETE FROM schema_follows", ())]
+        if samples:
+            statements.append(("DELETE FROM pair_samples WHERE degree <= ?", (SORT_MAX,)) if keep_big
+                              else ("DELETE FROM pair_samples", ()))
         with self.lock:
-            self._write([(f"DELETE FROM {table}", ()) for table in tables])  # noqa: S608
+            self._write(statements)
             self._forget()
 
     def counts(self) -> dict[str, int]:
@@ -750,7 +784,8 @@ def build(db: Database, *, how: str = "at load", progress: bool = False,
     HUB_EDGES is dropped, which its count tells). pyoxigraph lets go of the interpreter while it
     evaluates, so the work is shared by a thread per direction. What was
     kept is replaced in one transaction, and the state says when and
-    ``how`` (``at load``, ``on first use``). Returns that state."""
+    ``how`` (``at load``, ``on first use``); then the biggest pairs are
+    sampled (:func:`sample_big`). Returns that state."""
     import pyoxigraph as ox
 
     from engine.graph import utc_now
@@ -791,7 +826,7 @@ def build(db: Database, *, how: str = "at load", progress: bool = False,
              "found": "counted" if candidates is None else "sampled",
              "candidates": None if candidates is None else sum(map(len, candidates.values()))}
     db.summaries.replace_hubs(found, state)
-    return state
+    return sample_big(db, progress=progress)
 
 
 def update(db: Database, touched: dict[str, list[str]], relations: dict[tuple[str, str], list[str]], *,
@@ -808,7 +843,8 @@ def update(db: Database, touched: dict[str, list[str]], relations: dict[tuple[st
     The crowded pairs' samples the load cannot have changed are kept; of
     those ``sampled`` when it began, the ones it wrote edges of
     (``sample_edges``, :meth:`Touched.sample_edges`) get those neighbours
-    merged in, the sample order kept (without them, they go). Returns the
+    merged in, the sample order kept (without them, they go); the biggest
+    pairs left without one are sampled (:func:`sample_big`). Returns the
     state, which says so (``found: updated``, ``samples_merged``)."""
     import pyoxigraph as ox
 
@@ -879,7 +915,8 @@ def update(db: Database, touched: dict[str, list[str]], relations: dict[tuple[st
         kept = db.summaries.samples(sample_edges)
         merged = {key: _merged(db, key, kept[key], new) for key, new in sample_edges.items() if key in kept}
     state["samples_merged"] = len(merged)
-    return db.summaries.update_hubs(changed, state, samples, merged, sampled if sample_edges is not None else ())
+    db.summaries.update_hubs(changed, state, samples, merged, sampled if sample_edges is not None else ())
+    return sample_big(db, progress=progress)
 
 
 def _merged(db: Database, key: Key, kept: tuple[int, list[str]], new: set[str]) -> tuple[int, list[str]]:
@@ -895,6 +932,62 @@ def _merged(db: Database, key: Key, kept: tuple[int, list[str]], new: set[str]) 
                            p=sparql_term(ox.NamedNode(relation))))
     before, old = kept
     return int(rows[0]["n"].value), merged_sample(old, before, new, SAMPLE_KEEP)
+
+
+def sample_big(db: Database, *, progress: bool = False) -> dict:
+    """Sample every hub pair past SORT_MAX edges that has no sample kept
+    (after a build, all of them; after a load's update, those it added or
+    whose samples it dropped; in a store summarised by an older tog, all):
+    its neighbours streamed once in the store's order, the first
+    SAMPLE_KEEP in the sample order kept in a heap (blank nodes, which have
+    no place in it, left out as the store's sort leaves them), with the
+    degree its summary counted. Saved with the state in one transaction
+    (a kill before it leaves the state without ``big_pairs``: the next
+    question makes them first). Returns the state."""
+    import heapq
+
+    import pyoxigraph as ox
+
+    from engine.queries import render, sparql_term
+
+    started = time.perf_counter()
+    todo = db.summaries.unsampled()
+    bar = None
+    if progress and todo:
+        from tqdm import tqdm
+
+        bar = tqdm(total=sum(n for _, n in todo), unit="edge", unit_scale=True, desc="sampling the biggest pairs",
+                   dynamic_ncols=True, leave=False)
+    made: dict[Key, tuple[int, list[str]]] = {}
+    try:
+        for (entity, relation, direction), degree in todo:
+            rows = db.stream(render(f"pair_neighbours_{direction}", e=sparql_term(ox.NamedNode(entity)),
+                                    p=sparql_term(ox.NamedNode(relation))))
+            first = heapq.nsmallest(SAMPLE_KEEP, _sample_keyed(rows))
+            made[(entity, relation, direction)] = (degree, [x for _, x in first])
+            if bar is not None:
+                bar.update(degree)
+    finally:
+        if bar is not None:
+            bar.close()
+    return db.summaries.set_big_samples(made, time.perf_counter() - started)
+
+
+def _sample_keyed(rows) -> Iterator[tuple[bytes, str]]:
+    """(SHA-1 digest, node id) of each neighbour in one-column ``rows``: the
+    order of ``backends.common.sample_key`` (a digest sorts as its hex
+    does), a third cheaper a row than calling it; blank nodes left out."""
+    import hashlib
+
+    import pyoxigraph as ox
+
+    sha1, named, literal = hashlib.sha1, ox.NamedNode, ox.Literal
+    for (x,) in rows:
+        if isinstance(x, named):
+            v = x.value
+            yield sha1(v.encode()).digest(), v
+        elif isinstance(x, literal):
+            yield sha1(x.value.encode()).digest(), str(x)
 
 
 def _degrees(db: Database, term: str, direction: str) -> dict[str, int]:
