@@ -5,8 +5,9 @@ Every query's rows are counted (a spy on the KG's one query function):
 the load builds each hub's summary (relations and degrees), so relation
 listing reads no hub at all and every other entity's listing is bounded;
 expansion returns at most a bounded number of rows whatever the hub (a
-crowded pair's sample is sorted by the store inside the query once, then
-read back; a hub's pair takes its degree from the summary); answers equal
+crowded pair past SORT_MAX edges is sampled by the load, a smaller one
+sorted by the store inside the query once, then read back; a hub's pair
+takes its degree from the summary); answers equal
 those computed from the whole graph; and corrections, reverts, a killed-then-resumed load and a store made before
 summaries existed keep (or make) the summaries true to the KG."""
 
