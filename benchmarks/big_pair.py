@@ -6,7 +6,9 @@ biggest, as Freebase's (male, gender) with millions of edges: ``--giant``
 new entities, each with a ``people.person.gender`` edge to one named
 entity. It is loaded once (the load prints how long sampling its biggest
 pairs took, ``sample_big``); then, in alternating rounds, each in a fresh
-process on a copy of its own:
+process on a copy of its own (with ``--neo4j URI``: an empty Neo4j
+database, loaded once, each round clearing the samples it holds and, for
+``kept``, having the server sort the pairs past SORT_MAX again first):
 
 - ``kept``: the store as the load left it (the giant pair's sample kept);
 - ``sorted``: the same with every sample dropped (what tog did before: the
@@ -39,33 +41,50 @@ GENDER = f"{NS}people.person.gender"
 GIANT = f"{NS}m.giant"
 
 
-def build(base: int, giant: int, workdir: Path) -> Path:
-    from engine.store import open_store
-    from loaders.load import load_file
+def source_file(base: int, giant: int, workdir: Path) -> Path:
+    """The synthetic graph of ``base`` triples with the giant pair added."""
     from synth import generate
 
-    store = workdir / f"store-{base}-{giant}"
-    if (store / "done").exists():
-        return store
-    shutil.rmtree(store, ignore_errors=True)
     source = workdir / f"synth-{base}-{giant}.nt"
-    print(f"generating {source} ...", flush=True)
-    generate(base, source)
-    with source.open("a", encoding="utf-8") as fh:
-        fh.write(f'<{GIANT}> <{NS}type.object.name> "Giant Gender"@en .\n')
-        for i in range(giant):
-            fh.write(f"<{NS}m.person{i}> <{GENDER}> <{GIANT}> .\n")
+    if not source.exists():
+        print(f"generating {source} ...", flush=True)
+        generate(base, source)
+        with source.open("a", encoding="utf-8") as fh:
+            fh.write(f'<{GIANT}> <{NS}type.object.name> "Giant Gender"@en .\n')
+            for i in range(giant):
+                fh.write(f"<{NS}m.person{i}> <{GENDER}> <{GIANT}> .\n")
+    return source
+
+
+def build(base: int, giant: int, workdir: Path, neo4j: str | None) -> str:
+    """The store loaded once (an empty Neo4j database with ``--neo4j``); its spec."""
+    from engine.store import open_store
+    from loaders.load import load_file
+
+    if neo4j is not None:
+        with open_store(neo4j, create=True) as s:
+            if s.kg.has_entity(GIANT):
+                return neo4j
+            if s.kg.stats()["edges"]:
+                sys.exit(f"{neo4j}: --neo4j needs an empty database (or one this benchmark loaded)")
+        spec = neo4j
+    else:
+        store = workdir / f"store-{base}-{giant}"
+        if (store / "done").exists():
+            return str(store)
+        shutil.rmtree(store, ignore_errors=True)
+        spec = str(store)
+    source = source_file(base, giant, workdir)
     started, cpu = time.perf_counter(), time.process_time()
-    with open_store(store, create=True) as s:
+    with open_store(spec, create=True) as s:
         report = load_file(s.need_sink(), source)
-        state = s.kg.summaries.state()
+        state = report.summary or {}
     print(f"loaded {report.triples:,} triples in {time.perf_counter() - started:.1f} s "
-          f"({time.process_time() - cpu:.1f} s CPU); hub summaries {state['seconds']:.1f} s, then "
-          f"{state['big_pairs']} pairs past {state['sort_max']:,} edges sampled in {state['big_pairs_seconds']:.2f} s",
-          flush=True)
-    (store / "done").write_text("")
-    source.unlink()
-    return store
+          f"({time.process_time() - cpu:.1f} s CPU in this process); {state.get('big_pairs_made', 0)} pairs past "
+          f"{state.get('sort_max', 0):,} edges sampled in {state.get('big_pairs_seconds', 0):.2f} s of that", flush=True)
+    if neo4j is None:
+        (Path(spec) / "done").write_text("")
+    return spec
 
 
 def child(store: str, mode: str) -> None:
@@ -79,23 +98,40 @@ def child(store: str, mode: str) -> None:
 
     s = open_store(store)
     kg = s.kg
-    kg.ready()  # (nothing to build: the load did; outside the figures either way)
-    kg.summaries.clear(keep_big=(mode == "kept"))
     rows: list[int] = []
-    plain = kg._select
+    if hasattr(kg, "session"):  # Neo4j: the samples of earlier rounds go; the load's are made again ("kept")
+        kg.session.run_batched("summaries_clear")
+        if mode == "kept":
+            kg.sample_big()
+            kg.made["crowded_pairs"] = 0
+        for method in ("run", "run_text"):
+            def counted(*args, _plain=getattr(kg.session, method), **params):
+                got = _plain(*args, **params)
+                rows.append(len(got))
+                return got
 
-    def counted(text, params=()):
-        got = plain(text, params)
-        rows.append(len(got))
-        return got
+            setattr(kg.session, method, counted)
+    else:
+        kg.ready()  # (nothing to build: the load did; outside the figures either way)
+        kg.summaries.clear(keep_big=(mode == "kept"))
+        plain = kg._select
 
-    kg._select = counted
+        def counted_select(text, params=()):
+            got = plain(text, params)
+            rows.append(len(got))
+            return got
+
+        kg._select = counted_select
     s0 = kg.meter.seconds
     r = ask(s, "who has the gender [Giant Gender]", get_pruner("hybrid"), get_reasoner("offline"), SearchConfig(),
             record=False)
     ask_ms = 1000 * (kg.meter.seconds - s0)
     ask_rows, sorted_ = max(rows), kg.made["crowded_pairs"]
-    kg.summaries.clear(keep_big=(mode == "kept"))  # and once more the pair alone, its sample dropped again
+    if hasattr(kg, "session"):  # and once more the pair alone, its sample dropped again
+        if mode == "sorted":
+            kg.session.run_batched("summaries_clear")
+    else:
+        kg.summaries.clear(keep_big=(mode == "kept"))
     rows.clear()
     s0 = kg.meter.seconds
     found = kg.expand([(GIANT, Relation(GENDER, "in"))], limit=3)
@@ -111,20 +147,24 @@ def main() -> None:
     ap.add_argument("--giant", type=int, default=1_000_000, help="Edges of the giant pair.")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/tog-bench-big"))
+    ap.add_argument("--neo4j", metavar="URI", help="Measure an empty Neo4j database instead (NEO4J_USER and "
+                    "NEO4J_PASSWORD as tog reads them); each round clears its samples.")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(*args.child)
         return
     args.workdir.mkdir(parents=True, exist_ok=True)
-    store = build(args.base, args.giant, args.workdir)
+    store = build(args.base, args.giant, args.workdir, args.neo4j)
     results: dict[str, list[dict]] = {"kept": [], "sorted": []}
     for i in range(args.rounds):
         for mode in ("kept", "sorted") if i % 2 == 0 else ("sorted", "kept"):
-            copy = args.workdir / f"copy-{mode}"
-            shutil.rmtree(copy, ignore_errors=True)
-            shutil.copytree(store, copy)
-            out = subprocess.run([sys.executable, __file__, "--child", str(copy), mode], capture_output=True,
+            copy = store
+            if args.neo4j is None:
+                copy = str(args.workdir / f"copy-{mode}")
+                shutil.rmtree(copy, ignore_errors=True)
+                shutil.copytree(store, copy)
+            out = subprocess.run([sys.executable, __file__, "--child", copy, mode], capture_output=True,
                                  text=True, check=True).stdout
             got = json.loads(out.strip().splitlines()[-1])
             results[mode].append(got)
@@ -134,7 +174,7 @@ def main() -> None:
     assert results["kept"][0]["found"] == results["sorted"][0]["found"], "the two samples differ"
     kept, sorted_ = ({k: statistics.median(r[k] for r in results[m]) for k in ("expand_ms", "ask_ms")}
                      for m in ("kept", "sorted"))
-    print(f"{args.giant:,}-edge pair in a {args.base:,}-triple graph, medians of {args.rounds} rounds: a cold "
+    print(f"{'Neo4j: ' if args.neo4j else ''}{args.giant:,}-edge pair in a {args.base:,}-triple graph, medians of {args.rounds} rounds: a cold "
           f"question about it {kept['ask_ms']:.1f} ms KG with the pair's sample kept vs {sorted_['ask_ms']:.1f} ms "
           f"sorted at question time ({sorted_['ask_ms'] / kept['ask_ms']:.0f}x); the pair alone "
           f"{kept['expand_ms']:.1f} vs {sorted_['expand_ms']:.1f} ms; the same sample either way")
