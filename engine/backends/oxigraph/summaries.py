@@ -349,14 +349,19 @@ class Summaries:
         """The samples :func:`sample_big` made, with the state saying so
         (``big_pairs``: how many the store keeps), in one transaction."""
         with self.lock:
-            self._write([("INSERT OR REPLACE INTO pair_samples VALUES (?, ?, ?, ?, ?)",
-                          [(*k, n, json.dumps(sample)) for k, (n, sample) in made.items()])], many=True)
-            kept = self.db.execute("SELECT COUNT(*) FROM pair_samples WHERE degree > ?", (SORT_MAX,)).fetchone()[0] \
-                if self.persist else len(made)
-            row = self.db.execute("SELECT value FROM summary_state WHERE key = 'hubs'").fetchone()
+            db = self.db
+            if self.persist:
+                db.executemany("INSERT OR REPLACE INTO pair_samples VALUES (?, ?, ?, ?, ?)",
+                               [(*k, n, json.dumps(sample)) for k, (n, sample) in made.items()])
+                kept = db.execute("SELECT COUNT(*) FROM pair_samples WHERE degree > ?", (SORT_MAX,)).fetchone()[0]
+            else:
+                kept = len(made)
+            row = db.execute("SELECT value FROM summary_state WHERE key = 'hubs'").fetchone() if self._tables() else None
             state = {**(json.loads(row[0]) if row else {}), "big_pairs": kept, "big_pairs_made": len(made),
                      "big_pairs_seconds": round(seconds, 2), "sort_max": SORT_MAX}
-            self._write([("INSERT OR REPLACE INTO summary_state VALUES ('hubs', ?)", (json.dumps(state),))])
+            if self.persist:
+                db.execute("INSERT OR REPLACE INTO summary_state VALUES ('hubs', ?)", (json.dumps(state),))
+                db.commit()
             self._samples.update(made)
             self._state = dict(state)
             return state
