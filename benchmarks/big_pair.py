@@ -3,7 +3,7 @@ the first question that expands them.
 
 A synthetic graph (``synth.py``) gets one pair the size of a real KG's
 biggest, as Freebase's (male, gender) with millions of edges: ``--giant``
-new entities, each with a ``people.person.gender`` edge to one named
+new entities, each with a ``giant.member.of`` edge to one named
 entity. It is loaded once (the load prints how long sampling its biggest
 pairs took, ``sample_big``); then, in alternating rounds, each in a fresh
 process on a copy of its own (with ``--neo4j URI``: an empty Neo4j
@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 NS = "http://rdf.freebase.com/ns/"
-GENDER = f"{NS}people.person.gender"
+MEMBER_OF = f"{NS}giant.member.of"  # synthetic, like the rest of the graph
 GIANT = f"{NS}m.giant"
 
 
@@ -50,9 +50,9 @@ def source_file(base: int, giant: int, workdir: Path) -> Path:
         print(f"generating {source} ...", flush=True)
         generate(base, source)
         with source.open("a", encoding="utf-8") as fh:
-            fh.write(f'<{GIANT}> <{NS}type.object.name> "Giant Gender"@en .\n')
+            fh.write(f'<{GIANT}> <{NS}type.object.name> "Giant Hub"@en .\n')
             for i in range(giant):
-                fh.write(f"<{NS}m.person{i}> <{GENDER}> <{GIANT}> .\n")
+                fh.write(f"<{NS}m.member{i}> <{MEMBER_OF}> <{GIANT}> .\n")
     return source
 
 
@@ -123,7 +123,7 @@ def child(store: str, mode: str) -> None:
 
         kg._select = counted_select
     s0 = kg.meter.seconds
-    r = ask(s, "who has the gender [Giant Gender]", get_pruner("hybrid"), get_reasoner("offline"), SearchConfig(),
+    r = ask(s, "who is a member of [Giant Hub]", get_pruner("hybrid"), get_reasoner("offline"), SearchConfig(),
             record=False)
     ask_ms = 1000 * (kg.meter.seconds - s0)
     ask_rows, sorted_ = max(rows), kg.made["crowded_pairs"]
@@ -134,7 +134,7 @@ def child(store: str, mode: str) -> None:
         kg.summaries.clear(keep_big=(mode == "kept"))
     rows.clear()
     s0 = kg.meter.seconds
-    found = kg.expand([(GIANT, Relation(GENDER, "in"))], limit=3)
+    found = kg.expand([(GIANT, Relation(MEMBER_OF, "in"))], limit=3)
     expand_ms = 1000 * (kg.meter.seconds - s0)
     print(json.dumps({"expand_ms": expand_ms, "found": [c.node.id for c in found], "most_rows": max(rows),
                       "ask_ms": ask_ms, "ask_rows": ask_rows, "answers": len(r.result.answer.names),

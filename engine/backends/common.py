@@ -46,7 +46,7 @@ def lang_rank(lang: str | None) -> int:
 
 # A crowded pair with more edges than this is sampled by the load (with the summaries), never
 # by the first question that expands it: a store sorts about 8 µs an edge inside a query
-# (0.08 s here; a 1M-edge pair, a real KG's (male, gender), 10.5 s on the embedded store).
+# (0.08 s here; a 1M-edge pair, a real KG's (male, gender), 10-12 s on the embedded store).
 SORT_MAX = 10_000
 
 
