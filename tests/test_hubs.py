@@ -214,8 +214,9 @@ def test_a_load_into_an_empty_store_finds_every_hub_from_a_sample(tmp_path, fmt,
     assert loaded.exit_code == 0 and "updated for the 2 entities the load wrote edges of" in loaded.output
     info = tog("info", "--store", tmp_path / "store").output
     hubs = 0 if fmt == "tsv" else 1  # a delimited file's entities are not named iri(...)
+    # (h0, knows) has HUB_EDGES + 1 edges: past SORT_MAX, so the first load sampled it and this one merges
     assert f"(updated for the 2 entities the last load wrote edges of: {hubs} hub summaries counted again, " \
-           "0 crowded-pair samples merged)" \
+           f"{hubs} crowded-pair samples merged)" \
         in info, info
     with open_store(tmp_path / "store") as store:  # what the update kept is what counting every edge gives
         kept = store.kg.summaries.db.execute(table).fetchall()
@@ -363,6 +364,9 @@ def test_a_load_into_a_summarised_store_keeps_the_samples_and_merges_what_it_wro
 
     keep = 20  # a sample keeps the first 20 (the window of a limit of 5): every pair below is cut short
     monkeypatch.setattr(summaries, "SAMPLE_KEEP", keep)
+    # star's HUB_EDGES + 1 knows make it a hub; its samples here are the ones questions make (the
+    # load's own, of pairs past SORT_MAX, are the next test's)
+    monkeypatch.setattr(summaries, "SORT_MAX", 2 * HUB_EDGES)
     monkeypatch.setattr(kg_module, "SAMPLE_KEEP", keep)
     crowd = 30
     lines, pairs, keys = _crowded_pairs(HUB_EDGES + 1, crowd)
@@ -498,7 +502,7 @@ def test_the_biggest_pairs_are_sampled_with_the_summaries_never_by_a_question(tm
         from engine.backends.oxigraph.summaries import sample_big
 
         assert sample_big(store.kg.db)["big_pairs_made"] == 2
-    for copy in ("many", "older"):
+    for copy in ("many", "older", "higher"):
         shutil.copytree(tmp_path / "store", tmp_path / copy)
     more = write_nt(tmp_path / "more.nt", [f"<{iri('big')}> <{s_}> <{iri(f'y-new{i}')}> ." for i in range(400)]
                     + [f"<{iri('big')}> <{r}> <{iri(f'x-new{i}')}> ." for i in range(30)])
@@ -531,6 +535,22 @@ def test_the_biggest_pairs_are_sampled_with_the_summaries_never_by_a_question(tm
         assert store.kg.summaries.state()["big_pairs"] == 2
         said = capsys.readouterr().err
         assert "sampling the biggest pairs of" in said and "made by an older tog" in said, said
+        assert store.kg.summaries.samples([sink])[sink][1] == truth(store, sink)
+    # a store a tog with a higher threshold summarised (1,800 here; 10,000 before SORT_MAX was the hub
+    # threshold): big sampled, sink not; the first question samples sink, once
+    with open_store(tmp_path / "higher") as store:
+        db = store.kg.summaries.db
+        state = json.loads(db.execute("SELECT value FROM summary_state WHERE key = 'hubs'").fetchone()[0])
+        db.execute("UPDATE summary_state SET value = ? WHERE key = 'hubs'",
+                   (json.dumps({**state, "big_pairs": 1, "sort_max": 1800}),))
+        db.execute("DELETE FROM pair_samples WHERE degree <= 1800")
+        db.commit()
+    with open_store(tmp_path / "higher") as store:
+        spy = Spy(store.kg, monkeypatch)
+        store.kg.expand([(iri("sink"), Relation(r, "in"))], limit=5)
+        assert store.kg.made["crowded_pairs"] == 0 and spy.full_reads() == 0
+        state = store.kg.summaries.state()
+        assert (state["big_pairs"], state["big_pairs_made"], state["sort_max"]) == (2, 1, 1500)
         assert store.kg.summaries.samples([sink])[sink][1] == truth(store, sink)
 
 
@@ -593,6 +613,14 @@ def test_neo4j_samples_the_biggest_pairs_at_load_as_the_embedded_store_does(neo4
     assert kept(store) == embedded["more.nt"]
     kg.expand([(iri("sink"), Relation(r, "in"))], limit=5)
     assert kg.made["crowded_pairs"] == 3  # (the expansion itself sorted nothing: all three were made before it)
+    # one a tog with a higher threshold sampled (1,800 here: big's sample kept, not sink's or small's)
+    store.kg.session.run_text("MATCH (s:TogSetting {key: $key}) SET s.value = '1800'", write=True, key=BIG_PAIRS)
+    store.kg.session.run_text("MATCH (s:TogSample) WHERE s.key IN $keys DELETE s", write=True,
+                              keys=[sample_id(small), sample_id(sink)])
+    kg = Neo4jKG(store.kg.session)
+    kg.expand([(iri("big"), Relation(r, "out"))], limit=5)
+    assert kg.made["crowded_pairs"] == 2 and store.kg.session.setting(BIG_PAIRS, None) == 1500
+    assert kept(store) == embedded["more.nt"]
 
 
 def test_the_hub_tally_stays_small_and_misses_no_hub(monkeypatch):

@@ -46,8 +46,10 @@ def lang_rank(lang: str | None) -> int:
 
 # A crowded pair with more edges than this is sampled by the load (with the summaries), never
 # by the first question that expands it: a store sorts about 8 µs an edge inside a query
-# (0.08 s here; a 1M-edge pair, a real KG's (male, gender), 10-12 s on the embedded store).
-SORT_MAX = 10_000
+# (a 1M-edge pair, a real KG's (male, gender), 10-12 s on the embedded store). It is the hub
+# threshold (HUB_EDGES), so such a pair is always a summarised hub's, and a question sorts
+# at most 1,000 edges (under 10 ms).
+SORT_MAX = 1_000
 
 
 @lru_cache(maxsize=1 << 16)  # hubs come back question after question

@@ -177,7 +177,8 @@ class Neo4jKG(KnowledgeGraph):
         kept ones, or sorted by the server now (and kept)."""
         if not self._big_checked:
             self._big_checked = True
-            if self.session.setting(BIG_PAIRS, None) is None:  # made by an older tog, or imported offline
+            state = self.session.setting(BIG_PAIRS, None)  # None: made by an older tog, or imported offline
+            if state is None or (isinstance(state, int) and state > SORT_MAX):  # or sampled to a higher threshold
                 log.info("sampling the biggest pairs of the Neo4j database once (it was made by an older tog "
                          "or imported offline) ...")
                 log.info(f"{self.sample_big()['big_pairs_made']:,} pairs sampled")

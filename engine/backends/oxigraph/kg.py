@@ -206,8 +206,9 @@ class OxigraphKG(SparqlReads):
                 log.info(f"building the hub summaries of {self.db.name} once ({why}) ...")
                 state_now = build(self.db, how="on first use", progress=sys.stderr.isatty())
                 log.info(f"hub summaries: {sum(state_now['hubs'].values()):,} hubs in {state_now['seconds']:.1f} s")
-        elif "big_pairs" not in summaries.state() and not self.db.read_only:
-            # summarised by a tog that let questions sort every crowded pair: the biggest are sampled once, now
+        elif summaries.big_pairs_due() and not self.db.read_only:
+            # summarised by a tog that let questions sort every crowded pair, or the pairs up to a higher
+            # threshold: the pairs past SORT_MAX that lack a sample are sampled once, now
             log.info(f"sampling the biggest pairs of {self.db.name} once (its summaries were made by an older tog) ...")
             state_now = sample_big(self.db, progress=sys.stderr.isatty())
             log.info(f"{state_now['big_pairs_made']:,} pairs sampled in {state_now['big_pairs_seconds']:.1f} s")

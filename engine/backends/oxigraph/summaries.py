@@ -337,6 +337,13 @@ class Summaries:
                           (*key, degree, json.dumps(list(sample))))])
             self._samples[key] = (degree, list(sample))
 
+    def big_pairs_due(self) -> bool:
+        """Whether some hub pairs past SORT_MAX may lack a sample: the
+        summaries were made by a tog that sampled none at load, or only
+        those past a higher threshold (``sample_big`` makes them)."""
+        state = self.state()
+        return "big_pairs" not in state or state.get("sort_max", math.inf) > SORT_MAX
+
     def unsampled(self) -> list[tuple[Key, int]]:
         """The hubs' pairs past SORT_MAX edges that have no sample kept, with their degrees."""
         with self.lock:
@@ -918,25 +925,30 @@ def update(db: Database, touched: dict[str, list[str]], relations: dict[tuple[st
     merged: dict[Key, tuple[int, list[str]]] = {}
     if sample_edges is not None:
         kept = db.summaries.samples(sample_edges)
-        merged = {key: _merged(db, key, kept[key], new) for key, new in sample_edges.items() if key in kept}
+        merged = {key: _merged(db, key, kept[key], new, changed.get((key[0], key[2]), {}).get(key[1]))
+                  for key, new in sample_edges.items() if key in kept}
     state["samples_merged"] = len(merged)
     db.summaries.update_hubs(changed, state, samples, merged, sampled if sample_edges is not None else ())
     return sample_big(db, progress=progress)
 
 
-def _merged(db: Database, key: Key, kept: tuple[int, list[str]], new: set[str]) -> tuple[int, list[str]]:
+def _merged(db: Database, key: Key, kept: tuple[int, list[str]], new: set[str],
+            degree: int | None) -> tuple[int, list[str]]:
     """A kept sample with the neighbours a load wrote edges to merged in
-    (``merged_sample``), with the pair's degree, counted."""
+    (``merged_sample``), with the pair's degree: ``degree`` when the update
+    has just counted it (a hub's pair), else counted now."""
     import pyoxigraph as ox
 
     from engine.backends.common import merged_sample
     from engine.queries import render, sparql_term
 
     entity, relation, direction = key
-    rows = db.query(render(f"degree_{direction}", e=sparql_term(ox.NamedNode(entity)),
-                           p=sparql_term(ox.NamedNode(relation))))
+    if degree is None:
+        rows = db.query(render(f"degree_{direction}", e=sparql_term(ox.NamedNode(entity)),
+                               p=sparql_term(ox.NamedNode(relation))))
+        degree = int(rows[0]["n"].value)
     before, old = kept
-    return int(rows[0]["n"].value), merged_sample(old, before, new, SAMPLE_KEEP)
+    return degree, merged_sample(old, before, new, SAMPLE_KEEP)
 
 
 def sample_big(db: Database, *, progress: bool = False) -> dict:
