@@ -61,14 +61,15 @@ def test_relations_are_distinct_per_predicate_and_direction(hub):
     ]
 
 
-def test_relation_query_text_has_distinct():
-    text = sparql("relations")
-    assert "SELECT DISTINCT" in text
-    rendered = render("relations", entities=sparql_values([(ox.NamedNode(iri("x")),)]))
+@pytest.mark.parametrize("direction", ["out", "in"])
+def test_relation_query_text_has_a_row_per_relation(direction):
+    text = sparql(f"relations_{direction}")
+    assert "(COUNT(*) AS ?n)" in text and "GROUP BY ?e ?p" in text  # a hub's edges are not rows
+    rendered = render(f"relations_{direction}", entities=sparql_values([(ox.NamedNode(iri("x")),)]))
     assert "{{" not in rendered
     assert f"(<{iri('x')}>)" in rendered
     with pytest.raises(KeyError):
-        render("relations", nothing="x")
+        render(f"relations_{direction}", nothing="x")
 
 
 def test_relations_batch_and_policy(kg):

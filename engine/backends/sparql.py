@@ -29,6 +29,11 @@ of more than PREPARED_MAX entities go in one query with the values in its
 text, then faster than several prepared ones. Other endpoints get the
 same queries with the values in ``VALUES`` blocks.
 
+What costs the server a hub's edges is asked once per process (``Memo``):
+the relations around an entity (listed with their degrees) and a crowded
+pair's candidates; a pair known to be big gets its whole window in its
+first page, so the server sorts it once.
+
 Entity linking asks the endpoint for exact names (a key as written, in
 title case and in upper case; English and untagged): with a big endpoint,
 pass topic entities (``--topic``, or ToG's question files, whose mids are
@@ -49,7 +54,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -91,6 +96,48 @@ AHEAD_MAX = 1_000  # topics whose relations wait for the search
 PREPARED_MAX = 32  # entities (or pairs) a prepared query takes; more go in one VALUES query
 PAD = "urn:x-tog:unused-slot"  # the IRI of an unused slot: no store holds it
 SORTED_MAX = 10_000  # rows Virtuoso sorts for ORDER BY ... LIMIT (MaxSortedTopRows); beyond, a pair comes whole
+LISTINGS_KEPT = 20_000  # entities whose relations a process keeps (Memo)
+PAGES_KEPT = 2_000  # crowded pairs whose candidates a process keeps (Memo)
+WINDOW_AT_ONCE = 10_000  # edges past which a pair's first page is its whole window (one sort on the server)
+
+
+class Memo:
+    """What this process read of a remote KG where the server reads a
+    hub's edges to answer: the relations listed around an entity (DISTINCT
+    over each of its edges) and the candidates of a crowded pair (the
+    server hashes and sorts all of the pair for each page: about 2.7 s a
+    page for a million edges on Virtuoso 7.2). Kept for the process, the
+    least recently used ``size`` of them: a later question, or another
+    thread of ``tog eval``, asks the server again for none of them. The
+    endpoint is read-only for tog, so nothing tog does makes them wrong;
+    nothing is kept on disk, where a change to the remote KG would go
+    unseen from one run to the next."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._kept: OrderedDict[object, object] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    def get(self, key: object) -> object | None:
+        with self._lock:
+            value = self._kept.get(key)
+            if value is not None:
+                self._kept.move_to_end(key)
+                self.hits += 1
+            return value
+
+    def put(self, key: object, value: object) -> None:
+        if self.size <= 0:
+            return
+        with self._lock:
+            self._kept[key] = value
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._kept)
 
 
 def _without_comments(text: str) -> str:
@@ -208,9 +255,11 @@ class SparqlGraph(SparqlReads):
     """``KnowledgeGraph`` over a remote SPARQL endpoint."""
 
     def __init__(self, spec: str, *, policy: RelationPolicy = DEFAULT_POLICY,
-                 timeout: float = 60.0, retries: int = 2, prepared: bool | None = None) -> None:
+                 timeout: float = 60.0, retries: int = 2, prepared: bool | None = None, memo: bool = True) -> None:
         """``prepared``: send prepared queries (Virtuoso only); by default,
-        when the endpoint is a Virtuoso that runs them (checked once)."""
+        when the endpoint is a Virtuoso that runs them (checked once).
+        ``memo``: keep relation listings and crowded pairs' candidates for
+        the process (``Memo``)."""
         super().__init__(policy)
         parts = urllib.parse.urlsplit(spec)
         scheme = parts.scheme.split("+", 1)[1]
@@ -224,6 +273,8 @@ class SparqlGraph(SparqlReads):
         self._server = ""  # the endpoint's Server header
         self._ahead: dict[str, list[Relation]] = {}  # relations fetched with topic names
         self._texts: dict[tuple[str, int], str] = {}  # prepared query texts by (kind, slots)
+        self.listings = Memo(LISTINGS_KEPT if memo else 0)  # entity -> its relations
+        self.pages = Memo(PAGES_KEPT if memo else 0)  # (entity, relation, direction, limit, over, size) -> found
         try:
             self._remote("ASK { }")
         except StoreError as e:
@@ -341,10 +392,11 @@ class SparqlGraph(SparqlReads):
     def topic_labels(self, ids: Sequence[str]) -> dict[str, str]:
         """Names of topic entities (``linking.resolve``); the same request
         lists the relations around them, kept for the search's first
-        ``relations`` call, which then costs no round trip."""
+        ``relations`` call, which then costs no round trip (unless this
+        process listed them already: then the names alone)."""
         iris = [i for i in dict.fromkeys(ids) if not is_literal(i)]
-        if not iris:
-            return self.labels(ids)
+        if not iris or all(self.listings.get(i) is not None for i in iris):
+            return self.labels(ids)  # (relations listed earlier in this process: names only)
         if self._prepare(iris):
             rows = self._slot_rows("topics", iris)
         else:
@@ -355,16 +407,30 @@ class SparqlGraph(SparqlReads):
         if len(self._ahead) > AHEAD_MAX:  # topics of questions that never got to search
             self._ahead.clear()
         self._ahead.update(around)
+        for e, rels in around.items():
+            self.listings.put(e, tuple(rels))
         return self._pick_names(name_rows)
 
     def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
-        ahead = {e: self._ahead.pop(e, None) for e in dict.fromkeys(entities)}
-        if entities and all(rels is not None for rels in ahead.values()):
-            return {e: list(rels or ()) for e, rels in ahead.items()}
-        iris = [e for e in dict.fromkeys(entities) if not is_literal(e)]
-        if not self._prepare(iris):
-            return super().relations(entities)
-        return self._relations_from(self._slot_rows("relations", iris), entities)
+        """The relations around ``entities``: those listed with a topic's
+        name (``topic_labels``) or earlier in this process (``listings``)
+        cost no request; the others are listed in one."""
+        out: dict[str, tuple[Relation, ...]] = {}
+        todo = []
+        for e in dict.fromkeys(entities):
+            ahead = self._ahead.pop(e, None)
+            kept = tuple(ahead) if ahead is not None else self.listings.get(e)
+            if kept is not None or is_literal(e):
+                out[e] = kept or ()  # type: ignore[assignment]
+            else:
+                todo.append(e)
+        if todo:
+            found = self._relations_from(self._slot_rows("relations", todo), todo) if self._prepare(todo) \
+                else super().relations(todo)
+            for e in todo:
+                out[e] = tuple(found[e])
+                self.listings.put(e, out[e])
+        return {e: list(out[e]) for e in entities}
 
     def labels(self, ids: Sequence[str]) -> dict[str, str]:
         iris = [i for i in dict.fromkeys(ids) if not is_literal(i)]
@@ -445,16 +511,33 @@ class SparqlGraph(SparqlReads):
         cap the embedded store looks at). A hub's thousands of neighbours
         never leave the server. With ToG's rule for crowded relations
         (``over``), the first page holds ``over`` neighbours: enough to tell
-        whether the pair is crowded."""
+        whether the pair is crowded. A pair whose relation says it has
+        more than WINDOW_AT_ONCE edges gets its whole window in its first
+        page. A crowded pair's candidates are kept for the process
+        (``pages``): the server sorts each pair once."""
         pairs = list(dict.fromkeys((e, r) for e, r in requests if not is_literal(e)))
         first = max(over - 1, 1) if over else limit
-        seen: dict[tuple[str, Relation], dict[str, ox.NamedNode | ox.Literal]] = {p: {} for p in pairs}
+        found: Found = {}
         counts: dict[tuple[str, Relation], int] = {}  # neighbours (at least) per pair
+
+        def memo_key(pair: tuple[str, Relation]) -> tuple:
+            return pair[0], pair[1].id, pair[1].direction, limit, over, size
+
+        for asked in pairs:  # crowded pairs this process paged already
+            kept = self.pages.get(memo_key(asked))
+            if kept is not None:
+                counts[asked], found[asked] = kept[0], dict(kept[1])  # type: ignore[index]
+        pairs = [asked for asked in pairs if asked not in found]
+        crowded: set[tuple[str, Relation]] = set()  # pairs past their first page: sorted by the server
+        seen: dict[tuple[str, Relation], dict[str, ox.NamedNode | ox.Literal]] = {p: {} for p in pairs}
         caps: dict[tuple[str, Relation], int] = {}
         unordered: dict[tuple[str, Relation], int] = {}  # what the endpoint cannot order (first)
         name_rows: list[tuple[str, str, ox.Literal]] = []
         names: dict[str, str] = {}
-        todo = {pair: (0, first) for pair in pairs}  # pair -> (offset, size) of its next page
+        # pair -> (offset, size) of its next page; a pair known to be big gets its whole window at once,
+        # for the server sorts all of it for every page (about 2.7 s for a million edges)
+        todo = {pair: (0, CANDIDATE_WINDOW * limit if not over and (pair[1].degree or 0) > WINDOW_AT_ONCE else first)
+                for pair in pairs}
         while todo:
             got: dict[tuple[str, Relation], dict] = defaultdict(dict)
             for part in chunks(list(todo), PREPARED_MAX if self.prepared else PAGE_PAIRS):
@@ -478,6 +561,7 @@ class SparqlGraph(SparqlReads):
                 seen[pair].update(rows)
                 if len(rows) <= page:
                     continue  # no row past the page: the pair is complete
+                crowded.add(pair)
                 ordered = sorted((x for x in rows if _paged(x)), key=sample_key)
                 if not ordered:  # a page of unordered neighbours only: ask for the pair whole
                     following[pair] = (0, WHOLE)
@@ -493,7 +577,6 @@ class SparqlGraph(SparqlReads):
                 if named < caps[pair] and fetched < window:
                     following[pair] = (offset + page, window - fetched)
             todo = following
-        found: Found = {}
         for key, terms in seen.items():
             found[key] = {}
             named = 0
@@ -510,6 +593,8 @@ class SparqlGraph(SparqlReads):
                 named += found[key][xid] is not None
             if named >= caps[key]:  # unnamed nodes would only be looked through to be cut
                 found[key] = {x: n for x, n in found[key].items() if n is not None}
+            if key in crowded:
+                self.pages.put(memo_key(key), (counts[key], dict(found[key])))
         return select_candidates(requests, found, limit,
                                  (lambda unnamed, lim: look_through(self, unnamed, lim)) if through else nothing_behind,
                                  over=over, size=size, counts=counts)

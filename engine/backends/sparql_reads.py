@@ -117,11 +117,17 @@ class SparqlReads(KnowledgeGraph):
     # -- relations ------------------------------------------------------------
     def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
         iris = [e for e in dict.fromkeys(entities) if not is_literal(e)]
-        rows = [row for part in chunks(iris, BATCH) for row in self._select(render("relations", entities=iri_rows(part)))]
+        rows = []
+        for part in chunks(iris, BATCH):  # a request per direction (relations_out.rq)
+            rows += [{"e": r["e"], "po": r["po"], "pi": None, "n": r["n"]}
+                     for r in self._select(render("relations_out", entities=iri_rows(part)))]
+            rows += [{"e": r["e"], "po": None, "pi": r["pi"], "n": r["n"]}
+                     for r in self._select(render("relations_in", entities=iri_rows(part)))]
         return self._relations_from(rows, entities)
 
     def _relations_from(self, rows: Iterable, entities: Sequence[str]) -> dict[str, list[Relation]]:
-        """The informative relations in (?e ?po ?pi) rows (``relations.rq``),
+        """The informative relations in (?e ?po ?pi ?n) rows
+        (``relations_out.rq``, ``relations_in.rq``), with their degrees,
         sorted and named."""
         out: dict[str, list[Relation]] = {e: [] for e in entities}
         names = set(self.name_predicates)
@@ -130,7 +136,8 @@ class SparqlReads(KnowledgeGraph):
             direction: Direction = "out" if head is not None else "in"
             pred = head.value if head is not None else row["pi"].value
             if self.policy.allows(pred) and pred not in names:
-                out[row["e"].value].append(Relation(pred, direction))
+                n = row["n"]
+                out[row["e"].value].append(Relation(pred, direction, degree=int(n.value) if n is not None else None))
         for rels in out.values():
             rels.sort(key=lambda r: (r.id, r.direction))
         label_relations(self, out, self._relation_labels)
