@@ -18,7 +18,14 @@ and prints, cold, the KG ms of expanding the pair (N = 3), the rows the
 largest query returned, the KG ms of a question about the pair's entity
 (offline backbone, N = D = 3), and peak RSS.
 
+With ``--sparql SPEC`` (a Virtuoso started by ``launcher/virtuoso-server``,
+which loads the graph into a graph of its own once), each round asks the
+question twice and then expands the pair twice in one process, with what
+the process keeps (``Memo``: the server sorts the pair once) and without
+it (``memo=False``: it sorts it for every page of every question).
+
     python benchmarks/big_pair.py --base 1000000 --giant 1000000 --rounds 3
+    python benchmarks/big_pair.py --sparql sparql+http://127.0.0.1:18890/sparql --rounds 3
 """
 
 from __future__ import annotations
@@ -141,6 +148,83 @@ def child(store: str, mode: str) -> None:
                       "sorted": sorted_, "rss": peak_rss()}))
 
 
+def run_child(*args: str) -> dict:
+    """This script in a new process with ``args``: the figures it prints."""
+    out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def sparql_graph(base: int, giant: int, workdir: Path, endpoint: str) -> str:
+    """The graph loaded into the endpoint once (``launcher/virtuoso-server
+    load``); the store spec that reads it."""
+    from engine.store import open_store
+
+    graph = f"http://tog.bench/big-{base}-{giant}"
+    spec = f"{endpoint}?default-graph-uri={graph}"
+    with open_store(spec) as s:
+        if s.kg.has_entity(GIANT):
+            return spec
+    source = source_file(base, giant, workdir)
+    started = time.perf_counter()
+    subprocess.run([str(HERE.parent / "launcher" / "virtuoso-server"), "load", str(source), graph], check=True)
+    print(f"loaded {source} into <{graph}> in {time.perf_counter() - started:.1f} s", flush=True)
+    return spec
+
+
+def sparql_child(spec: str, mode: str) -> None:
+    """The question twice, then the pair alone twice, in one process."""
+    from engine.graph import Relation
+    from engine.pruning import get_pruner
+    from engine.reasoning import get_reasoner
+    from engine.runs import ask
+    from engine.search import SearchConfig
+    from engine.store import open_store
+
+    s = open_store(spec)
+    kg = s.kg
+    if mode == "forgetful":
+        kg.listings.size = kg.pages.size = 0
+    got: dict[str, list] = {"ask_ms": [], "ask_requests": [], "expand_ms": [], "found": []}
+    for _ in range(2):
+        s0, n0 = kg.meter.seconds, kg.meter.lookups
+        r = ask(s, "who is a member of [Giant Hub]", get_pruner("hybrid"), get_reasoner("offline"), SearchConfig(),
+                [f"<{GIANT}>"], record=False)
+        got["ask_ms"].append(1000 * (kg.meter.seconds - s0))
+        got["ask_requests"].append(kg.meter.lookups - n0)
+        got["answers"] = len(r.result.answer.names)
+    # the pair as the search follows it: its relation as listed, with its degree (its first page is its window)
+    member_of = next(r for r in kg.relations([GIANT])[GIANT] if r == Relation(MEMBER_OF, "in"))
+    for _ in range(2):
+        s0 = kg.meter.seconds
+        found = kg.expand([(GIANT, member_of)], limit=3)
+        got["expand_ms"].append(1000 * (kg.meter.seconds - s0))
+        got["found"].append([c.node.id for c in found])
+    s.close()
+    print(json.dumps(got))
+
+
+def sparql_rounds(args: argparse.Namespace) -> None:
+    spec = sparql_graph(args.base, args.giant, args.workdir, args.sparql)
+    results: dict[str, list[dict]] = {"memo": [], "forgetful": []}
+    for i in range(args.rounds):
+        for mode in ("memo", "forgetful") if i % 2 == 0 else ("forgetful", "memo"):
+            got = run_child("--sparql-child", spec, mode)
+            results[mode].append(got)
+            print(f"  round {i + 1} {mode:9s}: question {got['ask_ms'][0]:8.1f} ms KG then {got['ask_ms'][1]:8.1f} ms "
+                  f"({got['ask_requests'][0]} then {got['ask_requests'][1]} requests, {got['answers']} answers); "
+                  f"the pair alone {got['expand_ms'][0]:8.1f} then {got['expand_ms'][1]:8.1f} ms", flush=True)
+    found = {json.dumps(f) for rs in results.values() for r in rs for f in r["found"]}
+    assert len(found) == 1, "the samples differ"
+    med = {m: {f"{k}{j}": statistics.median(r[k][j] for r in results[m]) for k in ("ask_ms", "expand_ms")
+               for j in (0, 1)} for m in results}
+    kept, forgetful = med["memo"], med["forgetful"]
+    print(f"SPARQL endpoint: {args.giant:,}-edge pair in a {args.base:,}-triple graph, medians of {args.rounds} "
+          f"rounds: the question asked again in the same process {kept['ask_ms1']:.1f} ms KG with what the process "
+          f"keeps vs {forgetful['ask_ms1']:.1f} ms without ({forgetful['ask_ms1'] / max(kept['ask_ms1'], 0.01):.0f}x; "
+          f"first time {kept['ask_ms0']:.1f} vs {forgetful['ask_ms0']:.1f} ms); the pair alone again "
+          f"{kept['expand_ms1']:.1f} vs {forgetful['expand_ms1']:.1f} ms; the same sample every time")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", type=int, default=1_000_000, help="Triples of the synthetic graph.")
@@ -149,12 +233,21 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/tog-bench-big"))
     ap.add_argument("--neo4j", metavar="URI", help="Measure an empty Neo4j database instead (NEO4J_USER and "
                     "NEO4J_PASSWORD as tog reads them); each round clears its samples.")
+    ap.add_argument("--sparql", metavar="ENDPOINT", help="Measure a SPARQL endpoint instead "
+                    "(sparql+http://HOST:PORT/sparql of a Virtuoso run by launcher/virtuoso-server).")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--sparql-child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(*args.child)
         return
+    if args.sparql_child:
+        sparql_child(*args.sparql_child)
+        return
     args.workdir.mkdir(parents=True, exist_ok=True)
+    if args.sparql:
+        sparql_rounds(args)
+        return
     store = build(args.base, args.giant, args.workdir, args.neo4j)
     results: dict[str, list[dict]] = {"kept": [], "sorted": []}
     for i in range(args.rounds):
@@ -164,9 +257,7 @@ def main() -> None:
                 copy = str(args.workdir / f"copy-{mode}")
                 shutil.rmtree(copy, ignore_errors=True)
                 shutil.copytree(store, copy)
-            out = subprocess.run([sys.executable, __file__, "--child", copy, mode], capture_output=True,
-                                 text=True, check=True).stdout
-            got = json.loads(out.strip().splitlines()[-1])
+            got = run_child("--child", copy, mode)
             results[mode].append(got)
             print(f"  round {i + 1} {mode:6s}: question {got['ask_ms']:8.1f} ms KG ({got['answers']} answers, "
                   f"largest read {got['ask_rows']:,} rows, {got['sorted']} pairs sorted); then the pair alone "

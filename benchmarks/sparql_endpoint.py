@@ -342,8 +342,10 @@ def main() -> None:
             def _remote(self, text, params=()):
                 return super()._remote(SALT + text, params)
 
-        batched = Batched(spec)
-        per_item = per_item_class()(spec)
+        # nothing kept from question to question (Memo): each pass is asked as a new process would
+        # (what a process keeps is measured by big_pair.py --sparql)
+        batched = Batched(spec, memo=False)
+        per_item = per_item_class()(spec, memo=False)
         if args.dev_per_hop:
             from types import SimpleNamespace
 
