@@ -103,7 +103,7 @@ WINDOW_AT_ONCE = 10_000  # edges past which a pair's first page is its whole win
 
 class Memo:
     """What this process read of a remote KG where the server reads a
-    hub's edges to answer: the relations listed around an entity (DISTINCT
+    hub's edges to answer: the relations listed around an entity (counted
     over each of its edges) and the candidates of a crowded pair (the
     server hashes and sorts all of the pair for each page: about 2.7 s a
     page for a million edges on Virtuoso 7.2). Kept for the process, the
@@ -117,14 +117,12 @@ class Memo:
         self.size = size
         self._kept: OrderedDict[object, object] = OrderedDict()
         self._lock = threading.Lock()
-        self.hits = 0
 
     def get(self, key: object) -> object | None:
         with self._lock:
             value = self._kept.get(key)
             if value is not None:
                 self._kept.move_to_end(key)
-                self.hits += 1
             return value
 
     def put(self, key: object, value: object) -> None:
