@@ -740,6 +740,16 @@ def test_expanding_a_crowded_pair_reads_only_its_sample(hub_store, monkeypatch):
     _, degree, _ = kg.neighbours([(iri("hub"), LINKS), (iri("hub"), LIKES)], 100)
     assert degree == {(iri("hub"), LINKS): OUT, (iri("hub"), LIKES): IN}
     assert kg.made["crowded_pairs"] == 4 and not [text for text, _ in spy.calls if "COUNT(" in text]
+    # a pair whose listing gave its degree is known to be crowded: sorted at once, not read through
+    # the window first (a relation without a degree, as above, is read through it: 401 rows)
+    kg.summaries.clear()
+    listed = {(r.id, r.direction): r for r in kg.relations([iri("hub")])[iri("hub")]}
+    assert listed[(LINKS.id, "out")].degree == OUT
+    spy.calls.clear()
+    got = [(c.node.id, c.node.name) for c in kg.expand([(iri("hub"), listed[(LINKS.id, "out")])], limit=40)]
+    assert got == _expected(40) and kg.made["crowded_pairs"] == 5
+    assert not [text for text, _ in spy.calls if "SELECT ?k ?x ?np ?name" in text]  # no window read
+    assert spy.most_rows() <= SAMPLE_KEEP
 
 
 def test_a_question_about_a_hub_is_answered_from_bounded_reads(hub_store, monkeypatch):
@@ -915,6 +925,13 @@ def test_neo4j_answers_the_same_from_bounded_reads(neo4j_store, loaded_hub, tmp_
         assert got == _expected(limit), limit
     fans = kg.expand([(iri("hub"), LIKES)], limit=7)
     assert [c.node.id for c in fans] == sorted((iri(f"m{i}") for i in range(IN)), key=sample_key)[:7]
+    # a pair whose listing gave its degree is known to be crowded: read from its sample, with no
+    # window read first (a relation without a degree, as above, is read through the window)
+    start = len(rows)
+    listed = {(r.id, r.direction): r for r in kg.relations([iri("hub")])[iri("hub")]}
+    got = [(c.node.id, c.node.name) for c in kg.expand([(iri("hub"), listed[(LINKS.id, "out")])], limit=40)]
+    assert got == _expected(40) and not [name for name, _ in rows[start:] if name.startswith("expand_")]
+    assert [name for name, _ in rows[:start] if name.startswith("expand_")]
     # both pairs are past SORT_MAX: the load had the server sort them, no question does
     assert kg.made["crowded_pairs"] == 0 and max(n for _, n in rows) <= SAMPLE_KEEP
     assert not [name for name, _ in rows if name.startswith("sample_")]

@@ -8,7 +8,8 @@ bounded whatever the hubs:
   each count from the degree store. Neo4j keeps the degrees itself, so
   nothing is kept for hubs and corrections need no bookkeeping for them;
 - expand: each pair's neighbours are read lazily up to the candidate
-  window with their names; a crowded pair's first ``SAMPLE_KEEP``
+  window with their names (not a pair whose relation's degree says it
+  is crowded: it goes to its sample directly); a crowded pair's first ``SAMPLE_KEEP``
   neighbours in the sample order are sorted by the server by their sample
   key (``sk``) once and kept in a ``(:TogSample)`` node, which corrections
   update in their own transaction and a load when it ends (``sink.py``);
@@ -149,14 +150,16 @@ class Neo4jKG(KnowledgeGraph):
         pairs = list(dict.fromkeys((e, r) for e, r in requests if not is_literal(e)))
         window = CANDIDATE_WINDOW * limit
         rows: dict[tuple[str, Relation], dict[str, Node | None]] = {pair: {} for pair in pairs}
+        known = [pair for pair in pairs if (pair[1].degree or 0) > window]  # crowded, as its listing said
+        read = [pair for pair in pairs if (pair[1].degree or 0) <= window]  # through the window
         for direction in ("out", "in"):
-            group = [pair for pair in pairs if pair[1].direction == direction]
+            group = [pair for pair in read if pair[1].direction == direction]
             for part in chunks(group, BATCH):
                 for row in self._run(f"expand_{direction}", pairs=[[e, r.id, k] for k, (e, r) in enumerate(part)],
                                      n=window + 1):
                     rows[part[row["k"]]][row["x"]] = _node(row)
-        degree = {pair: len(found) for pair, found in rows.items()}
-        crowded = [pair for pair in pairs if degree[pair] > window]
+        degree = {pair: len(rows[pair]) for pair in read}
+        crowded = known + [pair for pair in read if degree[pair] > window]
         if crowded:
             samples = self._samples(crowded, window)
             ids = {pair: samples[pair][1][: CANDIDATE_WINDOW * crowd_cap(samples[pair][0], limit, over, size)]

@@ -263,7 +263,9 @@ class OxigraphKG(SparqlReads):
         """Each pair's first ``window`` neighbours (at least) in the sample
         order, its degree, and for the pairs read whole (at most window + 1
         rows) their neighbours' names; crowded pairs come from their kept
-        sample (made now, once), without names."""
+        sample (made now, once), without names. A pair whose relation
+        carries a degree past the window is known to be crowded: it is not
+        read through the window first."""
         key = {pair: (pair[0], pair[1].id, pair[1].direction) for pair in pairs}
         self.ready()  # a load that did not finish may have left samples out of date: its build drops them
         with self.meter.timing(lookups=0):
@@ -276,6 +278,8 @@ class OxigraphKG(SparqlReads):
             sample = kept.get(key[pair])
             if sample is not None and len(sample[1]) >= min(sample[0], window):
                 degree[pair], ordered[pair] = sample
+            elif (pair[1].degree or 0) > window:  # crowded, as its listing said: sorted now, no window read first
+                degree[pair], ordered[pair] = self._sample(key[pair], max(window, SAMPLE_KEEP))
             else:
                 todo.append(pair)
         for part in chunks(todo, UNION_BATCH):
