@@ -23,6 +23,8 @@ class TogError(Exception):
 class StoreError(TogError):
     """The knowledge-graph store is missing, locked or unusable."""
 
+    code: str | None = None  # a server's status code, when it gave one
+
 
 class StoreBusyError(StoreError):
     """Another process holds the embedded store for writing (a load, an eval):

@@ -232,11 +232,11 @@ def test_chunks_committed_out_of_order_resume_after_the_gap(neo4j_store, tmp_pat
         chunk.number = len(made)
         return chunk
 
-    def failing_second(self, tx):
+    def failing_second(self, tx, steps):
         if self.number == 2:  # holds no lock while it waits
             assert third_done.wait(30), "chunk 3 never committed"
             raise _Killed
-        write(self, tx)
+        write(self, tx, steps)
 
     def noting(self):
         committed(self)
@@ -256,6 +256,104 @@ def test_chunks_committed_out_of_order_resume_after_the_gap(neo4j_store, tmp_pat
     assert report.resumed_from == first_chunk_lines  # not past chunk 2's lines
     assert edges(kg) == 400 and report.lines == 400 and report.triples == 400 + report.names
     assert _count(neo4j_store, "MATCH (p:TogLoadPart) RETURN count(p)") == 0
+
+
+def test_a_load_chunk_is_cut_into_transactions_by_the_memory_they_take():
+    from engine.backends.neo4j.sink import ROW_MEMORY, _memory, _transactions
+
+    steps = [("load_entities", [[f"e{i}"] for i in range(250)]), ("load_values", []),
+             ("load_edges_create", [(f"e{i}", "p", f"e{i + 1}") for i in range(700)]),
+             ("load_name_keys_create", [(f"k{i}", f"e{i}") for i in range(30)])]
+    for budget in (1, 2600, 10_000, 100_000, 10 ** 9):
+        groups = _transactions(steps, budget)
+        # every row once, in order (nodes before the edges that address them)
+        assert [(st, row) for g in groups for st, rows in g for row in rows] == \
+               [(st, row) for st, rows in steps for row in rows]
+        assert all(_memory(g) <= budget or sum(len(r) for _, r in g) == 1 for g in groups)
+        if budget > 2600:  # each filled before the next: none but the last has room for another row
+            assert len(groups) <= -(-_memory(steps) // (budget - 2600))
+    assert len(_transactions(steps, 10 ** 9)) == 1 and len(_transactions(steps, 1)) == 980
+    assert _transactions([], 1000) == [[]]  # a chunk of nothing still carries its checkpoint
+    assert ROW_MEMORY["load_entities"] > ROW_MEMORY["load_edges_create"]
+
+
+@pytest.mark.neo4j
+def test_a_load_killed_between_the_transactions_of_a_chunk_resumes_exactly(neo4j_store, tmp_path, monkeypatch):
+    """A chunk too big for one transaction is written in several, its
+    checkpoint with the last: killed after some committed, the load has no
+    checkpoint of that chunk, and its re-run writes it again, adding nothing twice."""
+    import engine.backends.neo4j.sink as backend
+
+    lines = [f"<{iri(f's{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(400)]
+    lines += [f'<{iri(f"s{i}")}> <{RDFS_LABEL}> "s {i}" .' for i in range(0, 400, 3)]
+    path = write_nt(tmp_path / "many.nt", lines)
+    monkeypatch.setattr(backend, "TX_MEMORY", 60 * 2600)  # 60 entities a transaction
+    written, write = [], backend._Chunk.write
+
+    def dying(self, tx, steps):
+        written.append(steps)
+        if len(written) == 4:
+            raise _Killed
+        write(self, tx, steps)
+
+    monkeypatch.setattr(backend._Chunk, "write", dying)
+    kg = open_spec(neo4j_store, create=True)
+    with pytest.raises(_Killed):
+        load_file(kg.need_sink(), path)  # one chunk
+    assert kg.kg.stats()["entities"] == 180 and edges(kg) == 0  # three transactions of nodes committed
+    monkeypatch.setattr(backend._Chunk, "write", write)
+    written.clear()
+    report = load_file(kg.need_sink(), path)
+    assert report.resumed_from == 0 and report.lines == len(lines)
+    stats = kg.kg.stats()
+    assert (edges(kg), stats["entities"], stats["names"]) == (400, 450, 134)
+    assert _count(neo4j_store, "MATCH (n:TogName) RETURN count(n)") == 134
+    assert all(backend._memory(steps) <= 60 * 2600 for steps in written)
+
+
+def _transaction_cap(uri: str) -> int:
+    """The server's cap on one transaction's memory in bytes (0: none)."""
+    import neo4j
+
+    user, password = os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"]
+    with neo4j.GraphDatabase.driver(uri, auth=(user, password)) as driver:
+        value = driver.execute_query("SHOW SETTINGS YIELD name, value WHERE name = 'db.memory.transaction.max' "
+                                     "RETURN value").records[0][0]
+    number, unit = float(value.rstrip("KMGTiB") or 0), value.lstrip("0123456789.").rstrip("iB")
+    return int(number * 1024 ** " KMGT".index(unit or " "))
+
+
+@pytest.mark.neo4j
+def test_a_load_transaction_the_server_refuses_for_memory_is_split(neo4j_store, tmp_path, monkeypatch, caplog):
+    """Against a server that caps a transaction's memory (CI starts it with
+    NEO4J_TX_MEMORY=128m): a chunk of 45,000 new named entities, offered
+    as one transaction, is refused by the server; the load writes it in
+    smaller ones and goes on with half the budget, and nothing is lost."""
+    import logging
+
+    import engine.backends.neo4j.sink as backend
+
+    cap = _transaction_cap(neo4j_store)
+    if not cap:
+        if os.environ.get("TOG_REQUIRE_NEO4J"):
+            pytest.fail("CI must start Neo4j with a transaction cap (NEO4J_TX_MEMORY=128m)")
+        pytest.skip("the Neo4j server caps no transaction (start it with NEO4J_TX_MEMORY=128m)")
+    n = 45_000
+    assert n * (backend.ROW_MEMORY["load_entities"] + backend.ROW_MEMORY["load_name_keys_create"]) > cap
+    lines = [f'<{iri(f"e{i}")}> <{RDFS_LABEL}> "entity {i}" .' for i in range(n)]
+    lines += [f"<{iri(f'e{i}')}> <{iri('next')}> <{iri(f'e{i + 1}')}> ." for i in range(0, n - 1, 9)]
+    path = write_nt(tmp_path / "named.nt", lines)
+    monkeypatch.setattr(backend, "TX_MEMORY", 1 << 40)  # as if the server took anything
+    monkeypatch.setenv("TOG_NEO4J_RETRY_SECONDS", "1")  # a refusal on commit is retried as it is first
+    kg = open_spec(neo4j_store, create=True)
+    sink = kg.need_sink()
+    with caplog.at_level(logging.INFO, logger="tog"):
+        report = load_file(sink, path, chunk_bytes=64 << 20)  # one chunk
+    assert sink.tx_memory < n * 4000 and "refused a load transaction" in caplog.text
+    stats = kg.kg.stats()
+    assert (report.triples, report.names, stats["entities"], stats["names"], edges(kg)) == \
+           (len(lines), n, n, n, len(range(0, n - 1, 9)))
+    assert kg.kg.labels([iri("e44999")]) == {iri("e44999"): "entity 44999"}
 
 
 @pytest.mark.neo4j

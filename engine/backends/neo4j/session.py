@@ -102,7 +102,9 @@ class Neo4jSession:
         if isinstance(e, (nx.ServiceUnavailable, nx.SessionExpired, OSError)):
             return StoreError(f"lost the connection to Neo4j at {self.uri}: {reason(e)}")
         if isinstance(e, nx.Neo4jError):
-            return StoreError(f"Neo4j at {self.uri} failed: {e.message or e}")
+            error = StoreError(f"Neo4j at {self.uri} failed: {e.message or e}")
+            error.code = e.code  # for callers that act on it (a load refused for memory)
+            return error
         return StoreError(f"Neo4j at {self.uri} failed: {e}")
 
     def run(self, name: str, *, write: bool = False, meter: Meter | None = None, **params: Any) -> list:

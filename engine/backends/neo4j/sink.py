@@ -2,22 +2,25 @@
 the CSV files of its offline importer).
 
 The loader hands over parsed triples and name keys; they are written at the
-next ``commit``, in one transaction with a record of the lines they came
-from.  ``WRITERS`` such transactions run at once (the server's commit work
-is single-threaded per transaction), so they may commit out of order: each
+next ``commit`` as a chunk: in transactions small enough for the server's
+memory (``TX_MEMORY``), the last with a record of the lines they came from.
+``WRITERS`` chunks are written at once (the server's commit work is
+single-threaded per transaction), so they may commit out of order: each
 writes a ``TogLoadPart`` for its lines, and ``resume`` continues after the
 parts that follow the last checkpoint without a gap.  A killed load thus
-resumes after its last committed prefix; chunks past a gap are written
-again, which adds nothing.
+resumes after its last committed prefix; chunks past a gap, or whose last
+transaction never committed, are written again, which adds nothing.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
-from collections import defaultdict, deque
-from collections.abc import Iterable, Sequence
+from collections import ChainMap, defaultdict, deque
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
 
 import pyoxigraph as ox
 
@@ -27,11 +30,32 @@ from engine.errors import StoreError
 from engine.queries import cypher
 from engine.store import LoadCheckpoint
 
+log = logging.getLogger("tog")
+
 WRITE_BATCH = 20_000  # rows per write statement when loading
 WRITERS = 2  # chunk transactions in flight while loading
+# What a load's transaction may hold of the server's memory while it runs,
+# by the estimate below: a chunk past it is written in several transactions
+# (its checkpoint with the last). Committing takes more: a transaction of
+# 100 MB of edges of a 10M-triple graph peaked at 1.1 GB while it closed
+# (SHOW TRANSACTIONS), where the limit of all transactions at once
+# (dbms.memory.transaction.total.max, 70% of the heap) is 1.34 GiB with the
+# launcher's 2 GiB heap; a 16 MB chunk in one transaction was refused at 10M.
+# A server that refuses one anyway has the budget halved.
+TX_MEMORY = 48 << 20
+# Bytes of transaction state per row, by statement: Neo4j 5.26's own
+# estimate (estimatedUsedHeapMemory) for 20,000 rows of each, rounded up.
+# A chunk of 16 MB of name lines is 160k new entities and name keys: about
+# 640 MB.
+ROW_MEMORY = {"load_entities": 2600, "load_values": 2600, "load_edges_create": 1300, "load_edges_merge": 1300,
+              "load_name_keys_create": 1400, "load_name_keys": 1400}
+# what a server says when a transaction would pass its memory limits (of all
+# transactions at once; of one)
+MEMORY_REFUSALS = {"Neo.TransientError.General.MemoryPoolOutOfMemoryError",
+                   "Neo.ClientError.General.TransactionOutOfMemoryError"}
 KNOWN_NODES = 2_000_000  # node ids a load remembers (then it starts over)
 HASH_MASK = (1 << 64) - 1
-CHUNK_BYTES = 16 << 20  # bytes of lines written (and checkpointed) per transaction
+CHUNK_BYTES = 16 << 20  # bytes of lines written (and checkpointed) per chunk, in transactions of TX_MEMORY
 # Neo4j's range indexes (the unique ids of entities and values) refuse keys over
 # about 8 KB ("Property value is too large to index"): longer terms are bad lines.
 MAX_TERM_BYTES = 8000
@@ -127,6 +151,7 @@ class Neo4jSink(PendingWrites):
         # entities the loads since the last ``summarise`` wrote edges of (None: too many to
         # follow, a fresh database, or the biggest pairs were not all sampled before: all of them)
         self._touched: set[str] | None = set()
+        self.tx_memory = TX_MEMORY  # halved each time the server refuses a load transaction for memory
 
     def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False) -> LoadCheckpoint:
         self.session.add_name_predicates(name_predicates)
@@ -245,15 +270,14 @@ class Neo4jSink(PendingWrites):
         if checkpoint is not None and not last:
             self._from[source] = values.get("lines", 0)
 
-        def work(tx) -> None:
-            chunk.write(tx)
+        def record(tx) -> None:  # with the chunk's last transaction
             if last:
                 tx.run(cypher("load_checkpoint_set"), source=source, values=values).consume()
             elif checkpoint is not None:
                 tx.run(cypher("load_part_add"), source=source, values=values, **{"from": start}).consume()
 
         def commit() -> None:
-            self.session.write_tx(work)
+            self._write_chunk(chunk, record)
             chunk.committed()
             if last and self._notes is not None:
                 self._notes.complete = True
@@ -265,6 +289,41 @@ class Neo4jSink(PendingWrites):
             self._wait(WRITERS - 1)
             self._inflight.append(self._writers.submit(commit))
 
+    def _write_chunk(self, chunk: _Chunk, record: Callable[[Any], None]) -> None:
+        """``chunk`` in transactions of at most ``tx_memory`` (by ROW_MEMORY),
+        ``record`` in the last. A transaction the server refuses for lack of
+        memory is split in two and each written on its own, and the budget
+        is halved for the rest of the load. Whatever committed of a chunk
+        whose last transaction never did is written again by the re-run
+        (which MERGEs: it adds nothing twice)."""
+        todo = _transactions(chunk.steps(), self.tx_memory)
+        while todo:
+            steps = todo.pop(0)
+
+            def work(tx, steps=steps, last=not todo) -> None:
+                chunk.write(tx, steps)
+                if last:
+                    record(tx)
+
+            try:
+                try:
+                    self.session.write_tx(work)
+                except StoreError as e:  # refused on commit (after the driver's retries)
+                    if e.code in MEMORY_REFUSALS:
+                        raise _Refused(str(e).split(" failed: ", 1)[-1]) from None
+                    raise
+                chunk.done()
+            except _Refused as e:
+                cost = _memory(steps)
+                if sum(len(rows) for _, rows in steps) <= 1:
+                    raise StoreError(f"Neo4j at {self.session.uri} refused a load transaction of one row for lack "
+                                     f"of memory ({e}); give the server more heap (server.memory.heap.max_size) or "
+                                     "a higher dbms.memory.transaction.total.max / db.memory.transaction.max") from None
+                self.tx_memory = max(1, min(self.tx_memory, cost) // 2)
+                log.info(f"Neo4j refused a load transaction of about {cost >> 20} MiB for lack of memory: "
+                         f"writing in transactions of {self.tx_memory >> 20} MiB or less")
+                todo[:0] = _transactions(steps, max(1, cost // 2))
+
     def _wait(self, left: int) -> None:
         """Wait until at most ``left`` chunk transactions are in flight;
         raises the first failure."""
@@ -275,10 +334,10 @@ class Neo4jSink(PendingWrites):
                 future.result()
 
     def _chunk_writer(self, quads: list[ox.Quad], names: list[tuple[str, str, str]]) -> _Chunk:
-        """What writes ``quads`` and ``names`` in a transaction.
+        """What writes ``quads`` and ``names`` (``_write_chunk``).
 
         Repeats are filtered here, in the caller's thread and chunk order; the
-        statements run in the writer's transaction: nodes first, whose ids
+        statements run in the writer's transactions: nodes first, whose ids
         then address the edges.  Entities whose node an earlier, committed
         chunk of this load returned are not looked up again, unless this
         chunk names them."""
@@ -317,23 +376,45 @@ class _Chunk:
         self.entities, self.values, self.edges, self.keys = entities, values, edges, keys
         self.source, self.kind = source, kind
         self.known, self.cache = known, cache  # ids this chunk uses / the load's cache
-        self.nodes: dict[str, int] = {}
+        self.nodes: dict[str, int] = {}  # the ids of the nodes it wrote, once committed
+        self.attempt: dict[str, int] = {}  # ... and of the transaction being written
         self.noted: tuple[_SampleNotes, dict[str, list[str]]] | None = None  # its edges of kept pairs
 
-    def write(self, tx) -> None:
+    def steps(self) -> list[Step]:
+        """What the chunk writes, as (statement, rows) in order: its nodes,
+        whose ids then address the edges, then the name keys."""
+        keys = "load_name_keys_create" if self.kind == "create" else "load_name_keys"
+        return ([("load_entities", part) for part in chunks(self.entities, WRITE_BATCH)]
+                + [("load_values", part) for part in chunks(self.values, WRITE_BATCH)]
+                + [(f"load_edges_{self.kind}", part) for part in chunks(self.edges, WRITE_BATCH)]
+                + [(keys, part) for part in chunks(self.keys, WRITE_BATCH)])
+
+    def write(self, tx, steps: Sequence[Step]) -> None:
+        """Some of ``steps()`` in the transaction ``tx`` (the driver may run
+        it again): the nodes it writes are known to later ones once it commits."""
+        from neo4j.exceptions import Neo4jError
+
         nodes: dict[str, int] = {}
-        for statement, rows in (("load_entities", self.entities), ("load_values", self.values)):
-            for part in chunks(rows, WRITE_BATCH):
-                ids = tx.run(cypher(statement), rows=part).single()["ids"]
-                nodes.update((part[i][0], n) for i, n in ids)
-        ids = {**self.known, **nodes}
-        rows = [(ids[s], p, ids[o]) for s, p, o in self.edges]
-        for part in chunks(rows, WRITE_BATCH):
-            tx.run(cypher(f"load_edges_{self.kind}"), rows=part).consume()
-        statement = "load_name_keys_create" if self.kind == "create" else "load_name_keys"
-        for part in chunks(self.keys, WRITE_BATCH):
-            tx.run(cypher(statement), rows=part, source=self.source).consume()
-        self.nodes = nodes  # of the attempt that commits (the driver may retry)
+        ids = ChainMap(nodes, self.nodes, self.known)
+        try:
+            for statement, rows in steps:
+                if statement in ("load_entities", "load_values"):
+                    got = tx.run(cypher(statement), rows=rows).single()["ids"]
+                    nodes.update((rows[i][0], n) for i, n in got)
+                elif statement.startswith("load_edges"):
+                    tx.run(cypher(statement), rows=[(ids[s], p, ids[o]) for s, p, o in rows]).consume()
+                else:
+                    tx.run(cypher(statement), rows=rows, source=self.source).consume()
+        except Neo4jError as e:
+            if e.code in MEMORY_REFUSALS:
+                raise _Refused(e.message or str(e)) from None  # not retried as it is: split (``_write_chunk``)
+            raise
+        self.attempt = nodes
+
+    def done(self) -> None:
+        """One of its transactions committed."""
+        self.nodes.update(self.attempt)
+        self.attempt = {}
 
     def committed(self) -> None:
         """Later chunks may address this chunk's nodes by id."""
@@ -343,6 +424,40 @@ class _Chunk:
         if self.noted is not None:
             notes, found = self.noted
             notes.committed(found)
+
+
+Step = tuple[str, Sequence]  # (statement, rows) of a load chunk
+
+
+class _Refused(Exception):
+    """The server refused a load transaction for lack of memory."""
+
+
+def _memory(steps: Sequence[Step]) -> int:
+    """The server's memory for ``steps`` in one transaction, by ROW_MEMORY."""
+    return sum(ROW_MEMORY[statement] * len(rows) for statement, rows in steps)
+
+
+def _transactions(steps: Sequence[Step], budget: int) -> list[list[Step]]:
+    """``steps`` in order, in transactions of at most ``budget`` bytes by
+    ROW_MEMORY, each filled before the next begins (a step split where it
+    must; at least one row a transaction); no steps: one empty transaction
+    (for the checkpoint)."""
+    groups: list[list[Step]] = [[]]
+    used = 0
+    for statement, rows in steps:
+        per_row, at = ROW_MEMORY[statement], 0
+        while at < len(rows):
+            room = (budget - used) // per_row
+            if room < 1 and groups[-1]:
+                groups.append([])
+                used = 0
+                continue
+            part = rows[at:at + max(1, room)]
+            groups[-1].append((statement, list(part)))
+            used += per_row * len(part)
+            at += len(part)
+    return groups
 
 
 class _SampleNotes:
