@@ -61,9 +61,10 @@ def render(name: str, **blocks: str | int) -> str:
 def cypher_name(identifier: str) -> str:
     """A name (a relationship type: a KG relation's IRI) as Cypher text:
     backquoted, a backquote inside doubled. The one way an identifier
-    reaches Cypher text; values are parameters. Neo4j plans a degree count
-    of a type named in the text from its degree store, and scans every
-    relationship for a type given as a parameter."""
+    reaches Cypher text; values are parameters. Neo4j 5.26 plans a degree
+    count of a type named in the text from its degree store, and a read of
+    its edges from a node or from the type's index; a type given as a
+    parameter costs every relationship of the node (or of the database)."""
     if not isinstance(identifier, str) or not identifier or "\x00" in identifier:
         raise ValueError(f"not a usable Cypher name: {identifier!r}")
     return "`" + identifier.replace("`", "``") + "`"

@@ -1,6 +1,9 @@
 """The Neo4j backend's read role: the ``KnowledgeGraph`` over the data model
-of ``engine/backends/neo4j/__init__.py``, one round trip per beam step, and
-bounded whatever the hubs:
+of ``engine/backends/neo4j/__init__.py``, a round trip per beam step (an
+expansion: per relationship type followed), and bounded whatever the hubs.
+A statement that follows a type names it in its text (``cypher_name``):
+Neo4j 5.26 follows a type given as a parameter by reading every edge of
+the node, all 449,022 of a hub's in-edges for a pair of 297.
 
 - relations: an entity's degree per direction comes from Neo4j's degree
   store; up to ``HUB_EDGES`` its edges are listed, past that its relations
@@ -152,11 +155,13 @@ class Neo4jKG(KnowledgeGraph):
         rows: dict[tuple[str, Relation], dict[str, Node | None]] = {pair: {} for pair in pairs}
         known = [pair for pair in pairs if (pair[1].degree or 0) > window]  # crowded, as its listing said
         read = [pair for pair in pairs if (pair[1].degree or 0) <= window]  # through the window
-        for direction in ("out", "in"):
-            group = [pair for pair in read if pair[1].direction == direction]
+        by_type: dict[tuple[str, str], list[tuple[str, Relation]]] = defaultdict(list)
+        for pair in read:
+            by_type[(pair[1].id, pair[1].direction)].append(pair)
+        for (relation, direction), group in by_type.items():  # a statement per type: named in its text
+            text = render_cypher(f"expand_{direction}", type=cypher_name(relation))
             for part in chunks(group, BATCH):
-                for row in self._run(f"expand_{direction}", pairs=[[e, r.id, k] for k, (e, r) in enumerate(part)],
-                                     n=window + 1):
+                for row in self._run_text(text, pairs=[[e, k] for k, (e, _) in enumerate(part)], n=window + 1):
                     rows[part[row["k"]]][row["x"]] = _node(row)
         degree = {pair: len(rows[pair]) for pair in read}
         crowded = known + [pair for pair in read if degree[pair] > window]
@@ -198,7 +203,8 @@ class Neo4jKG(KnowledgeGraph):
 
     def _sample(self, key: Key, keep: int) -> tuple[int, list[str]]:
         entity, relation, direction = key
-        sample = [r["x"] for r in self._run(f"sample_{direction}", e=entity, p=relation, keep=keep)]
+        text = render_cypher(f"sample_{direction}", type=cypher_name(relation))
+        sample = [r["x"] for r in self._run_text(text, e=entity, keep=keep)]
         degree = self.pair_degree(entity, relation, direction)
         self.session.run("sample_save", write=True, key=sample_id(key), degree=degree, sample=sample)
         self.made["crowded_pairs"] += 1
@@ -309,8 +315,9 @@ def refresh_samples(tx, session: Neo4jSession, facts: Sequence[tuple[str, str, s
 
 class Neo4jSchema:
     """Which relations follow which: the relations around a bounded sample
-    of the nodes each relation leads to, a batch of relations at once,
-    kept in ``(:TogSchema)`` nodes."""
+    of the nodes each relation leads to (read from the type's index, a
+    statement per relation), listed for a batch of relations at once, kept
+    in ``(:TogSchema)`` nodes."""
 
     def __init__(self, kg: Neo4jKG) -> None:
         self.kg = kg
@@ -321,10 +328,10 @@ class Neo4jSchema:
         kept = {row["key"]: json.loads(row["follows"]) for row in kg._run("schema_get", keys=list(keys))}
         todo = [k for k in keys if k not in kept]
         for part in chunks(todo, 200):
-            rels = [[keys[k].id, keys[k].direction, i] for i, k in enumerate(part)]
-            tails: dict[int, list[str]] = defaultdict(list)
-            for row in kg._run("schema_tails", relations=rels, tails=SCHEMA_TAILS, read=SCHEMA_READ):
-                tails[row["k"]].append(row["n"])
+            tails: dict[int, list[str]] = {}
+            for i, k in enumerate(part):  # a statement per type: named in its text, read from its index
+                text = render_cypher(f"schema_tails_{keys[k].direction}", type=cypher_name(keys[k].id))
+                tails[i] = [row["n"] for row in kg._run_text(text, tails=SCHEMA_TAILS, read=SCHEMA_READ)]
             around = kg.degrees(sorted({n for ns in tails.values() for n in ns}))
             made = {}
             for i, k in enumerate(part):
