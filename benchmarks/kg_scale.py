@@ -30,10 +30,22 @@ For each graph (seeded synthetic Freebase-style graphs from ``synth.py``,
    sample kept, the load's new edges merged in), one with every
    sample dropped after the same load (what every load did before), and
    ask the questions once more, cold, in a new process on each
-   (alternating, ``--rounds``): KG ms per question and pairs sorted again.
+   (alternating, ``--rounds``): KG ms per question and pairs sorted again;
+6. with ``--neo4j URI`` (one graph: a Neo4j Community server holds one
+   database), the same on Neo4j: the graph loaded into an empty database
+   by ``tog load`` (load time printed; a database that holds a complete
+   load of the same file is used as it is), the same questions asked in a
+   new process, cold and warm, with the crowded-pair samples and schema
+   of earlier runs dropped (the load's samples of pairs past 1,000 edges
+   stay), and ToG's per-item pattern replayed in Cypher (relations per
+   entity and direction, one row per edge; tails per entity and
+   relationship type; a name per candidate); and whether each answer is
+   the embedded store's. "Cold" there is a new client: the server keeps
+   its page cache and query plans from earlier runs.
 
     python benchmarks/kg_scale.py --sizes 1000000 10000000 --questions 40
     python benchmarks/kg_scale.py --sizes 10000000 --no-metaqa --questions 20 --after-load 1000
+    python benchmarks/kg_scale.py --sizes 10000000 --no-metaqa --questions 20 --neo4j bolt://127.0.0.1:7687
 """
 
 from __future__ import annotations
@@ -190,6 +202,44 @@ def per_item(db, frontier: Frontier, name_predicate: str, meter) -> None:
                 q(f"SELECT ?name WHERE {{ {ox.NamedNode(x)} <{name_predicate}> ?name . }}")
 
 
+# ToG's pattern in Cypher: no DISTINCT (one row per edge), the relationship
+# type of a pair's tails as a dynamic type (its index, not a filter), a name
+# per candidate by the node's key
+PER_ITEM_CYPHER = {
+    "out": "MATCH (:Entity {id: $id})-[r]->() RETURN type(r) AS relation",
+    "in": "MATCH (:Entity {id: $id})<-[r]-() RETURN type(r) AS relation",
+    "tails_out": "MATCH (:Entity {id: $id})-[:$($p)]->(x) RETURN x.id AS tail",
+    "tails_in": "MATCH (:Entity {id: $id})<-[:$($p)]-(x) RETURN x.id AS tail",
+    "name": "MATCH (x:Entity {id: $id}) RETURN x.name AS name",
+}
+# what questions sample (pairs of at most 1,000 edges: the load sampled the
+# bigger ones) and the look-ahead schema; Neo4j's counterpart of
+# ``Summaries.clear(keep_big=True)``
+NEO4J_CLEAR = "MATCH (s) WHERE (s:TogSample AND s.degree <= $keep_over) OR s:TogSchema DETACH DELETE s"
+
+
+def per_item_neo4j(session, frontier: Frontier, meter) -> None:
+    """``per_item`` on a Neo4j database."""
+    from engine.graph import is_literal
+
+    def q(name: str, **params) -> list:
+        return session.run_text(PER_ITEM_CYPHER[name], meter=meter, **params)
+
+    for entities in frontier.relations:
+        for e in entities:
+            if is_literal(e):
+                continue
+            heads = {r["relation"] for r in q("out", id=e)}
+            tails = {r["relation"] for r in q("in", id=e)}
+            del heads, tails
+    for requests, seen in frontier.expands:
+        for e, r in requests:
+            [row["tail"] for row in q(f"tails_{r.direction}", id=e, p=r.id)]
+        for x in dict.fromkeys(seen):
+            if not is_literal(x):
+                q("name", id=x)
+
+
 def child(store: str, questions_file: str, name_predicate: str, cold_only: bool = False) -> None:
     from engine.graph import Meter
     from engine.pruning import get_pruner
@@ -201,9 +251,15 @@ def child(store: str, questions_file: str, name_predicate: str, cold_only: bool 
     questions = json.loads(Path(questions_file).read_text(encoding="utf-8"))
     s = open_store(store)
     kg = s.kg
-    kg.ready()  # what a load left to do (a store an older tog summarised): not a question's cost
-    if not cold_only:  # (after a load: the samples it kept are what is measured)
-        kg.summaries.clear(keep_big=True)  # samples and schema made by earlier runs; what the load made stays
+    neo4j = hasattr(kg, "session")
+    if neo4j:
+        from engine.backends.common import SORT_MAX
+
+        kg.session.run_text(NEO4J_CLEAR, write=True, keep_over=SORT_MAX)
+    else:
+        kg.ready()  # what a load left to do (a store an older tog summarised): not a question's cost
+        if not cold_only:  # (after a load: the samples it kept are what is measured)
+            kg.summaries.clear(keep_big=True)  # samples and schema made by earlier runs; what the load made stays
     pruner, reasoner = get_pruner("hybrid"), get_reasoner("offline")
     tog_meter = Meter()
     rows = []
@@ -218,10 +274,13 @@ def child(store: str, questions_file: str, name_predicate: str, cold_only: bool 
                 continue
             del kg.relations, kg.expand  # back to the class's methods
             t0, n0, c0 = tog_meter.seconds, tog_meter.lookups, time.process_time()
-            per_item(kg.db, frontier, name_predicate, tog_meter)
+            if neo4j:
+                per_item_neo4j(kg.session, frontier, tog_meter)
+            else:
+                per_item(kg.db, frontier, name_predicate, tog_meter)
             theirs = (tog_meter.seconds - t0, tog_meter.lookups - n0, time.process_time() - c0)
             rows.append({"pass": pass_, "i": i, "hub": item["hub"], "ours": ours, "tog": theirs,
-                         "answered": bool(r.result.answer.names)})
+                         "answered": bool(r.result.answer.names), "answers": sorted(r.result.answer.names)})
     rows.append({"rss": peak_rss(), "made": kg.made})
     print(json.dumps(rows))
 
@@ -314,6 +373,35 @@ def after_load(args, name: str, size: int, store: Path, qfile: Path, name_predic
           f"{answers['kept'] == answers['dropped']}", flush=True)
 
 
+def neo4j_build(uri: str, source: Path) -> None:
+    """The graph of ``source`` in the Neo4j database at ``uri``: loaded by
+    ``tog load``'s code into an empty database, or found there complete."""
+    from engine.store import open_store
+    from loaders.load import load_file
+
+    with open_store(uri, create=True) as s:
+        sink = s.need_sink()
+        done = [c for c in sink.loads() if c.complete]
+        if any(Path(c.path).resolve() == source.resolve() for c in done):
+            return
+        if done or s.kg.stats()["edges"]:
+            sys.exit(f"{uri}: --neo4j needs an empty database, or one that holds a complete load of {source}")
+        started, cpu = time.perf_counter(), time.process_time()
+        report = load_file(sink, source)
+        built = report.summary or {}
+        print(f"neo4j: loaded {report.triples:,} triples in {time.perf_counter() - started:.1f} s "
+              f"({time.process_time() - cpu:.1f} s CPU in this process), {built.get('big_pairs_made', 0)} pairs past "
+              f"{built.get('sort_max', 0):,} edges sampled in {built.get('big_pairs_seconds', 0):.1f} s of that",
+              flush=True)
+
+
+def same_answers(rows: list[dict], other: list[dict]) -> str:
+    """How many warm answers of one run are the other's, as text."""
+    a = [r["answers"] for r in rows if r.get("pass") == "warm"]
+    b = [r["answers"] for r in other if r.get("pass") == "warm"]
+    return f"{sum(x == y for x, y in zip(a, b))}/{len(a)}"
+
+
 def summary_counts(store: Path) -> dict:
     from engine.store import open_store
 
@@ -344,6 +432,8 @@ def main() -> None:
                     help="Then load LINES more edges of each synthetic graph into copies of its store and ask "
                          "the questions again, cold: the samples a load keeps against none kept.")
     ap.add_argument("--rounds", type=int, default=2, help="Alternating rounds of --after-load.")
+    ap.add_argument("--neo4j", metavar="URI", help="Then the same on Neo4j (one graph; NEO4J_USER and NEO4J_PASSWORD "
+                                                     "from the environment): an empty database, or one holding it.")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--cold-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--load-more", nargs=3, help=argparse.SUPPRESS)
@@ -367,6 +457,9 @@ def main() -> None:
         return
     args.workdir.mkdir(parents=True, exist_ok=True)
     graphs = [(f"synth-{n}", n) for n in args.sizes] + ([("metaqa", 0)] if args.metaqa else [])
+    if args.neo4j and len(graphs) != 1:
+        sys.exit("--neo4j measures one graph (a Neo4j Community server holds one database): give one of --sizes "
+                 "with --no-metaqa, or --sizes with no value and --metaqa")
     figures = {}
     for name, size in graphs:
         kind = "metaqa" if name == "metaqa" else name
@@ -385,9 +478,21 @@ def main() -> None:
                               capture_output=True, text=True)
         if done.returncode != 0:
             sys.exit(f"{name}: the measuring process failed:\n{done.stderr[-3000:]}")
-        figures[name] = report(name, json.loads(done.stdout.strip().splitlines()[-1]))
+        rows = json.loads(done.stdout.strip().splitlines()[-1])
+        figures[name] = report(name, rows)
         if args.after_load and kind != "metaqa":
             after_load(args, name, size, store, qfile, name_predicate)
+        if args.neo4j:
+            source = METAQA / "kb.txt.gz" if kind == "metaqa" else args.workdir / f"synth-{size}.nt"
+            neo4j_build(args.neo4j, source)
+            done = subprocess.run([sys.executable, __file__, "--child", args.neo4j, str(qfile), name_predicate],
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.exit(f"{name} on Neo4j: the measuring process failed:\n{done.stderr[-3000:]}")
+            on_neo4j = json.loads(done.stdout.strip().splitlines()[-1])
+            report(f"{name} on Neo4j", on_neo4j)
+            print(f"  {name}: answers on Neo4j the same as on the embedded store: {same_answers(on_neo4j, rows)}",
+                  flush=True)
     synth = [n for n, _ in graphs if n != "metaqa"]
     if len(synth) > 1:
         small, big = figures[synth[0]]["warm"], figures[synth[-1]]["warm"]
