@@ -202,14 +202,15 @@ def per_item(db, frontier: Frontier, name_predicate: str, meter) -> None:
                 q(f"SELECT ?name WHERE {{ {ox.NamedNode(x)} <{name_predicate}> ?name . }}")
 
 
-# ToG's pattern in Cypher: no DISTINCT (one row per edge), the relationship
-# type of a pair's tails as a dynamic type (its index, not a filter), a name
-# per candidate by the node's key
+# ToG's pattern in Cypher: no DISTINCT (one row per edge), a pair's tails by
+# its relationship type named in the text as the engine names it (a type
+# given as a parameter would read every edge of the node, and flatter the
+# engine), a name per candidate by the node's key
 PER_ITEM_CYPHER = {
     "out": "MATCH (:Entity {id: $id})-[r]->() RETURN type(r) AS relation",
     "in": "MATCH (:Entity {id: $id})<-[r]-() RETURN type(r) AS relation",
-    "tails_out": "MATCH (:Entity {id: $id})-[:$($p)]->(x) RETURN x.id AS tail",
-    "tails_in": "MATCH (:Entity {id: $id})<-[:$($p)]-(x) RETURN x.id AS tail",
+    "tails_out": "MATCH (:Entity {id: $id})-[:{{type}}]->(x) RETURN x.id AS tail",
+    "tails_in": "MATCH (:Entity {id: $id})<-[:{{type}}]-(x) RETURN x.id AS tail",
     "name": "MATCH (x:Entity {id: $id}) RETURN x.name AS name",
 }
 # what questions sample (pairs of at most 1,000 edges: the load sampled the
@@ -221,9 +222,13 @@ NEO4J_CLEAR = "MATCH (s) WHERE (s:TogSample AND s.degree <= $keep_over) OR s:Tog
 def per_item_neo4j(session, frontier: Frontier, meter) -> None:
     """``per_item`` on a Neo4j database."""
     from engine.graph import is_literal
+    from engine.queries import cypher_name
 
-    def q(name: str, **params) -> list:
-        return session.run_text(PER_ITEM_CYPHER[name], meter=meter, **params)
+    def q(name: str, type_: str | None = None, **params) -> list:
+        text = PER_ITEM_CYPHER[name]
+        if type_ is not None:
+            text = text.replace("{{type}}", cypher_name(type_))
+        return session.run_text(text, meter=meter, **params)
 
     for entities in frontier.relations:
         for e in entities:
@@ -234,7 +239,7 @@ def per_item_neo4j(session, frontier: Frontier, meter) -> None:
             del heads, tails
     for requests, seen in frontier.expands:
         for e, r in requests:
-            [row["tail"] for row in q(f"tails_{r.direction}", id=e, p=r.id)]
+            [row["tail"] for row in q(f"tails_{r.direction}", r.id, id=e)]
         for x in dict.fromkeys(seen):
             if not is_literal(x):
                 q("name", id=x)
