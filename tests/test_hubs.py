@@ -995,6 +995,46 @@ def test_neo4j_answers_the_same_from_bounded_reads(neo4j_store, loaded_hub, tmp_
 
 
 @pytest.mark.neo4j
+def test_neo4j_look_ahead_reads_a_tail_s_first_edges_only(neo4j_store, tmp_path, monkeypatch):
+    """A look-ahead tail that is no hub shows what its first SCHEMA_EDGES
+    edges each way say, as on the embedded store: a tail of 1,800 edges is
+    not read whole, by the server's own count (PROFILE)."""
+    from conftest import open_spec
+
+    from engine.backends.common import SCHEMA_EDGES
+    from loaders.load import load_file
+
+    wide = 900  # each way: under the hub threshold, so listed, not counted per type
+    lines = [f"<{iri('a')}> <{iri('points_to')}> <{iri('wide')}> ."]
+    lines += [f"<{iri('wide')}> <{iri('has')}> <{iri(f'w{i}')}> ." for i in range(wide)]
+    lines += [f"<{iri(f'v{i}')}> <{iri('sees')}> <{iri('wide')}> ." for i in range(wide)]
+    store = open_spec(neo4j_store, create=True)
+    load_file(store.need_sink(), write_nt(tmp_path / "wide.nt", lines))
+    kg = store.kg
+    sent: list[tuple[str, dict]] = []
+    plain = kg.session.run
+
+    def spy(name, *args, **params):
+        sent.append((name, {k: v for k, v in params.items() if k not in ("write", "meter")}))
+        return plain(name, *args, **params)
+
+    monkeypatch.setattr(kg.session, "run", spy)
+    points = Relation(iri("points_to"), "out")
+    follows = set(kg.schema.after([points])[points])
+    has, sees = Relation(iri("has"), "out"), Relation(iri("sees"), "in")
+    assert {has, sees} <= follows <= {has, sees, Relation(iri("points_to"), "in")}
+    from engine.queries import cypher
+
+    (params,) = [p for name, p in sent if name == "relations_sampled"]
+    assert params["ids"] == [iri("wide")] and params["edges"] == SCHEMA_EDGES
+    sampled = _db_hits(neo4j_store, cypher("relations_sampled"), params)
+    whole = _db_hits(neo4j_store, cypher("relations"), {k: v for k, v in params.items() if k != "edges"})
+    assert whole > 2 * wide and sampled < 10 * SCHEMA_EDGES, (sampled, whole)
+    degrees = kg.degrees([iri("wide")], sample=SCHEMA_EDGES)[iri("wide")]
+    assert sum(r.degree or 0 for r in degrees) == 2 * SCHEMA_EDGES
+
+
+@pytest.mark.neo4j
 def test_a_neo4j_database_made_before_sample_keys_gets_them_once(neo4j_store):
     """Nodes written before nodes kept a sample key get theirs on the first
     connection, once; crowded pairs then sort as everywhere else."""

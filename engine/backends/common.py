@@ -51,6 +51,16 @@ def lang_rank(lang: str | None) -> int:
 # at most 1,000 edges (under 10 ms).
 SORT_MAX = 1_000
 
+# The look-ahead schema (which relations follow which), the same on every backend: the
+# relations around at most SCHEMA_TAILS of the nodes a relation leads to, found among its
+# first SCHEMA_READ edges; a tail that is a hub shows all its relations (its summary or
+# degree counts), any other what its first SCHEMA_EDGES edges each way show. Bounded by
+# construction: a relation's schema reads at most SCHEMA_READ + 2 x SCHEMA_TAILS x
+# SCHEMA_EDGES edges besides the hubs' counts.
+SCHEMA_TAILS = 16
+SCHEMA_READ = 256
+SCHEMA_EDGES = 32
+
 
 @lru_cache(maxsize=1 << 16)  # hubs come back question after question
 def sample_key(node_id: str) -> tuple[str, str]:

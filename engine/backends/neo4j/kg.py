@@ -19,7 +19,8 @@ the node, all 449,022 of a hub's in-edges for a pair of 297.
   a pair past ``SORT_MAX`` edges is sorted when a load ends, not by a
   question (:meth:`Neo4jKG.sample_big`);
 - the look-ahead schema: a bounded sample of each relation's tails, the
-  relations around them, kept in ``(:TogSchema)`` nodes.
+  relations around them (what a tail's first edges show, a hub's counted
+  per type; as on the embedded store), kept in ``(:TogSchema)`` nodes.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from engine.backends.common import (
+    SCHEMA_EDGES,
+    SCHEMA_READ,
+    SCHEMA_TAILS,
     SORT_MAX,
     Found,
     chunks,
@@ -68,8 +72,6 @@ SAMPLE_KEEP = 4096  # neighbours kept per crowded pair, in sample order
 # a load runs (a load that did not end leaves it so: the next one samples the whole KG's)
 BIG_PAIRS = "big_pairs_sampled"
 log = logging.getLogger("tog")
-SCHEMA_TAILS = 50  # tails sampled per relation for the schema
-SCHEMA_READ = 1000  # edges of a relation read to find them
 Key = tuple[str, str, str]  # (entity, relation, direction)
 
 
@@ -121,12 +123,16 @@ class Neo4jKG(KnowledgeGraph):
         label_relations(self, out, self._relation_labels)
         return out
 
-    def degrees(self, iris: Sequence[str]) -> dict[str, list[Relation]]:
-        """The relations around each entity with their degrees (any, before the policy)."""
+    def degrees(self, iris: Sequence[str], *, sample: int | None = None) -> dict[str, list[Relation]]:
+        """The relations around each entity with their degrees (any, before
+        the policy). With ``sample``, what the first ``sample`` edges per
+        direction show of an entity that is not a hub (a hub's are counted
+        per type either way), as on the embedded store."""
         found: dict[str, list[Relation]] = {e: [] for e in iris}
         hubs: list[str] = []
+        listing, bound = ("relations", {}) if sample is None else ("relations_sampled", {"edges": sample})
         for part in chunks(iris, BATCH):
-            for row in self._run("relations", ids=list(part), hub=HUB_EDGES):
+            for row in self._run(listing, ids=list(part), hub=HUB_EDGES, **bound):
                 if row["hub"]:
                     hubs.append(row["e"])
                 elif row["p"] is not None:
@@ -284,7 +290,8 @@ class Neo4jKG(KnowledgeGraph):
                 "summaries": f"hubs (more than {HUB_EDGES} edges in a direction) counted per relation from "
                              f"Neo4j's degrees; samples of crowded pairs (the first {SAMPLE_KEEP} neighbours in "
                              f"sample order) and the schema ({SCHEMA_TAILS} tails per relation from its first "
-                             f"{SCHEMA_READ} edges) made when first needed, except the samples of pairs past "
+                             f"{SCHEMA_READ} edges, {SCHEMA_EDGES} edges each way of each) made when first needed, "
+                             f"except the samples of pairs past "
                              f"{SORT_MAX:,} edges, made by the load ({big}); a load merges the edges it writes into "
                              f"the samples and forgets the schema"}
 
@@ -332,7 +339,7 @@ class Neo4jSchema:
             for i, k in enumerate(part):  # a statement per type: named in its text, read from its index
                 text = render_cypher(f"schema_tails_{keys[k].direction}", type=cypher_name(keys[k].id))
                 tails[i] = [row["n"] for row in kg._run_text(text, tails=SCHEMA_TAILS, read=SCHEMA_READ)]
-            around = kg.degrees(sorted({n for ns in tails.values() for n in ns}))
+            around = kg.degrees(sorted({n for ns in tails.values() for n in ns}), sample=SCHEMA_EDGES)
             made = {}
             for i, k in enumerate(part):
                 found = [r for n in tails.get(i, []) for r in around.get(n, [])]

@@ -35,6 +35,9 @@ from collections.abc import Iterable, Sequence
 import pyoxigraph as ox
 
 from engine.backends.common import (
+    SCHEMA_EDGES,
+    SCHEMA_READ,
+    SCHEMA_TAILS,
     Found,
     chunks,
     crowd_cap,
@@ -72,9 +75,6 @@ from engine.queries import render, sparql, sparql_term
 
 UNION_BATCH = 64  # branches per bounded query
 LISTED_BATCH = 256  # (entity, direction) pairs per listing of entities that are no hubs
-SCHEMA_TAILS = 16  # tails sampled per relation for the schema
-SCHEMA_READ = 256  # edges of a relation read to find them
-SCHEMA_EDGES = 32  # edges per direction of each sampled tail that show what follows
 log = logging.getLogger("tog")
 
 
@@ -424,7 +424,7 @@ def summary_text(state: dict) -> str:
            f"summaries, the others " if "big_pairs" in state else "")
     rest = (f"crowded pairs: the first {SAMPLE_KEEP} neighbours in sample order, {big}sorted by the store when "
             f"first expanded, then kept; look-ahead schema: {SCHEMA_TAILS} tails per relation from its first "
-            f"{SCHEMA_READ} edges, made when first needed, then kept")
+            f"{SCHEMA_READ} edges, {SCHEMA_EDGES} edges each way of each, made when first needed, then kept")
     if state.get("state") == "missing":
         return f"hubs: none built yet (built on the next question); {rest}"
     built = (f"hubs (more than {state.get('threshold', HUB_EDGES):,} edges in a direction): "
