@@ -995,6 +995,69 @@ def test_neo4j_answers_the_same_from_bounded_reads(neo4j_store, loaded_hub, tmp_
 
 
 @pytest.mark.neo4j
+def test_neo4j_keeps_a_hub_s_counts_until_its_edges_change(neo4j_store, loaded_hub, tmp_path, monkeypatch):
+    """A hub's relations, counted per type from the degree store, are
+    counted once and kept: by the load that wrote it, when it ends. A
+    correction forgets them in its own transaction; edges a load or a raw
+    write adds change the hub's degree, which the kept counts then no
+    longer add up to (a load counts them again when it ends). Each time
+    the next listing is exact; run state is no KG."""
+    from conftest import open_spec
+
+    from engine.backends.neo4j.kg import Neo4jKG
+    from engine.feedback import correct, revert
+    from loaders.load import load_file
+
+    store = open_spec(neo4j_store, create=True)
+    load_file(store.need_sink(), loaded_hub.parent / "hub.nt")
+    session = store.kg.session
+    counted: list[str] = []
+    plain = session.run_text
+
+    def spy(text, *args, **params):
+        if _statement(text) == "hub_relations":
+            counted.extend(params["ids"])
+        return plain(text, *args, **params)
+
+    monkeypatch.setattr(session, "run_text", spy)
+
+    def listed() -> dict:
+        kg = Neo4jKG(session)  # a new reader each time: what is kept in the database, not in a process
+        return {(r.id, r.direction): r.degree for r in kg.relations([iri("hub")])[iri("hub")]}
+
+    def kept() -> int:
+        return session.run("summaries_count")[0]["hubs"]
+
+    base = {(LINKS.id, "out"): OUT, (BORN.id, "out"): 1, (LIKES.id, "in"): IN}
+    assert kept() == 1 and listed() == base and counted == []  # counted by the load
+    new = (iri("new_rel"), "out")
+    c = correct(store, [], [f"<{iri('hub')}>|<{new[0]}>|<{iri('city')}>"], "a test")
+    assert kept() == 0  # forgotten with the correction
+    assert listed() == {**base, new: 1} and counted == [iri("hub")]
+    assert kept() == 1 and listed() == {**base, new: 1} and counted == [iri("hub")]  # kept again
+    revert(store, c.id)
+    assert listed() == base and counted == [iri("hub")] * 2
+    born = f"<{iri('hub')}>|<{BORN.id}>|<{iri('city')}>"
+    swap = correct(store, [born], [f"<{iri('hub')}>|<{new[0]}>|<{iri('city')}>"], "a test")  # the same degrees
+    assert listed() == {**{k: n for k, n in base.items() if k[0] != BORN.id}, new: 1}
+    revert(store, swap.id)
+    assert listed() == base and counted == [iri("hub")] * 4
+    counted.clear()
+    more = write_nt(tmp_path / "more.nt", [f"<{iri('hub')}> <{iri('other')}> <{iri(f'o{i}')}> ." for i in range(3)])
+    load_file(store.need_sink(), more)
+    assert kept() == 1 and counted == [iri("hub")]  # counted again by the load's end, which kept them
+    assert listed() == {**base, (iri("other"), "out"): 3} and counted == [iri("hub")]
+    counted.clear()
+    hub = {"hub": iri("hub")}
+    session.run_text("MATCH (e:Entity {id: $hub}) CREATE (:TogPath {id: 'p'})-[:AT]->(e), "
+                     "(:TogCorrection {id: 'c'})-[:ABOUT]->(e)", write=True, **hub)  # run state, a record
+    assert listed() == {**base, (iri("other"), "out"): 3} and counted == []
+    behind_its_back = f"MATCH (e:Entity {{id: $hub}}) CREATE (e)<-[:`{LIKES.id}`]-(:Entity {{id: 'x'}})"
+    session.run_text(behind_its_back, write=True, **hub)  # neither a load nor a correction
+    assert listed() == {**base, (iri("other"), "out"): 3, (LIKES.id, "in"): IN + 1} and counted == [iri("hub")]
+
+
+@pytest.mark.neo4j
 def test_neo4j_look_ahead_reads_a_tail_s_first_edges_only(neo4j_store, tmp_path, monkeypatch):
     """A look-ahead tail that is no hub shows what its first SCHEMA_EDGES
     edges each way say, as on the embedded store: a tail of 1,800 edges is
@@ -1188,7 +1251,7 @@ def test_a_load_into_neo4j_merges_its_edges_into_the_kept_samples(neo4j_store, t
     report = load_file(sink, more)
     merged = kept()
     assert report.summary is not None and report.summary["samples_merged"] == 4 and not report.summary["big_pairs_made"]
-    assert kg.session.run("summaries_count")[0] == {"samples": 6, "schema": 0}
+    assert kg.session.run("summaries_count")[0] == {"samples": 6, "schema": 0, "hubs": 0}
     assert all(merged[k] == before[k] for k in (likes, quiet)) and merged[fans][0] == crowd + 1
     assert merged[knows][0] == crowd + 1 and ahead in merged[knows][1] and len(merged[knows][1]) == keep
     assert merged[mid] == (crowd + 1, before[mid][1]) and merged[other][0] == crowd + 1

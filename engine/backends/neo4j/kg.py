@@ -8,8 +8,14 @@ the node, all 449,022 of a hub's in-edges for a pair of 297.
 - relations: an entity's degree per direction comes from Neo4j's degree
   store; up to ``HUB_EDGES`` its edges are listed, past that its relations
   are counted per type (types named in the text: ``hub_relations.cypher``),
-  each count from the degree store. Neo4j keeps the degrees itself, so
-  nothing is kept for hubs and corrections need no bookkeeping for them;
+  each count from the degree store, and kept in a ``(:TogHub)`` node (a
+  count per type costs about 2 µs, a thousand of them a hub): a load
+  counts its dense entities when it ends, a question any other hub. Kept
+  counts are used only while the hub's degree each way (from the degree
+  store) is what they add up to, so that any edge added or removed (by a
+  load, running or not, or a raw write) has them counted again; a
+  correction, which may swap one edge for another, forgets them in its
+  transaction;
 - expand: each pair's neighbours are read lazily up to the candidate
   window with their names (not a pair whose relation's degree says it
   is crowded: it goes to its sample directly); a crowded pair's first ``SAMPLE_KEEP``
@@ -104,7 +110,7 @@ class Neo4jKG(KnowledgeGraph):
         self.meter = Meter()
         self.schema = Neo4jSchema(self)
         self._relation_labels: dict[str, str | None] = {}
-        self.made = {"crowded_pairs": 0}
+        self.made = {"crowded_pairs": 0, "hubs": 0}
         self._big_checked = False  # whether this database's biggest pairs were sampled (once per object)
 
     def _run(self, name: str, **params) -> list:
@@ -138,20 +144,43 @@ class Neo4jKG(KnowledgeGraph):
                 elif row["p"] is not None:
                     found[row["e"]].append(Relation(row["p"], row["dir"], degree=row["n"]))
         if hubs:
-            types = [t for t in self.session.relationship_types() if self.policy.allows(t)]
-            for group in chunks(types, TYPES_PER_COUNT):
-                text = render_cypher(
-                    "hub_relations",
-                    out_counts=", ".join(render_cypher("hub_count_out", type=cypher_name(t)).strip() for t in group),
-                    in_counts=", ".join(render_cypher("hub_count_in", type=cypher_name(t)).strip() for t in group))
-                for part in chunks(hubs, BATCH):
-                    for row in self._run_text(text, ids=list(part)):
-                        for t, n_out, n_in in zip(group, row["outs"], row["ins"]):
-                            if n_out:
-                                found[row["e"]].append(Relation(t, "out", degree=n_out))
-                            if n_in:
-                                found[row["e"]].append(Relation(t, "in", degree=n_in))
+            for e, rels in self._hub_relations(hubs).items():
+                found[e].extend(r for r in rels if self.policy.allows(r.id))
         return found
+
+    def _hub_relations(self, hubs: Sequence[str]) -> dict[str, list[Relation]]:
+        """Every relation around each hub with its degree: kept ones
+        (``(:TogHub)``) whose totals still match the degree store, or
+        counted per type from the degree store now (and kept). A load's
+        edges change the totals (the load counts its dense entities again
+        when it ends: ``sample_big``); a correction, which may swap one edge
+        for another, forgets those of the entities it touches."""
+        out: dict[str, list[Relation]] = {}
+        for part in chunks(hubs, BATCH):
+            for row in self._run("hubs_get", ids=list(part)):
+                out[row["e"]] = [Relation(t, d, degree=n) for t, d, n in zip(row["types"], row["dirs"], row["n"])]
+        todo = [h for h in hubs if h not in out]
+        counted: dict[str, list[Relation]] = {h: [] for h in todo}
+        for group in chunks(self.session.relationship_types() if todo else [], TYPES_PER_COUNT):
+            text = render_cypher(
+                "hub_relations",
+                out_counts=", ".join(render_cypher("hub_count_out", type=cypher_name(t)).strip() for t in group),
+                in_counts=", ".join(render_cypher("hub_count_in", type=cypher_name(t)).strip() for t in group))
+            for part in chunks(todo, BATCH):
+                for row in self._run_text(text, ids=list(part)):
+                    for t, n_out, n_in in zip(group, row["outs"], row["ins"]):
+                        if n_out:
+                            counted[row["e"]].append(Relation(t, "out", degree=n_out))
+                        if n_in:
+                            counted[row["e"]].append(Relation(t, "in", degree=n_in))
+        if counted:
+            rows = [[e, [r.id for r in rels], [r.direction for r in rels], [r.degree for r in rels],
+                     sum(r.degree or 0 for r in rels if r.direction == "out"),
+                     sum(r.degree or 0 for r in rels if r.direction == "in")] for e, rels in counted.items()]
+            for batch in chunks(rows, BATCH):
+                self.session.run("hubs_save", write=True, rows=list(batch))
+            self.made["hubs"] += len(counted)
+        return {**out, **counted}
 
     # -- expand ------------------------------------------------------------------
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
@@ -287,8 +316,9 @@ class Neo4jKG(KnowledgeGraph):
                else "none made yet: the first crowded expansion makes them")
         return {"edges": row["edges"], "entities": row["entities"], "values": row["values"], "names": row["names"],
                 "crowded pairs sampled": kept["samples"], "relations with a look-ahead schema": kept["schema"],
+                "hubs summarised": kept["hubs"],
                 "summaries": f"hubs (more than {HUB_EDGES} edges in a direction) counted per relation from "
-                             f"Neo4j's degrees; samples of crowded pairs (the first {SAMPLE_KEEP} neighbours in "
+                             f"Neo4j's degrees, when a load ends or first needed, then kept; samples of crowded pairs (the first {SAMPLE_KEEP} neighbours in "
                              f"sample order) and the schema ({SCHEMA_TAILS} tails per relation from its first "
                              f"{SCHEMA_READ} edges, {SCHEMA_EDGES} edges each way of each) made when first needed, "
                              f"except the samples of pairs past "
@@ -298,7 +328,8 @@ class Neo4jKG(KnowledgeGraph):
 
 def refresh_samples(tx, session: Neo4jSession, facts: Sequence[tuple[str, str, str]]) -> None:
     """Inside a correction's transaction: bring the kept samples of the pairs
-    ``facts`` touch up to date with the KG as the transaction sees it."""
+    ``facts`` touch up to date with the KG as the transaction sees it, and
+    forget the kept relation counts of the entities they touch."""
     from engine.queries import cypher
 
     for s, r, o in facts:
@@ -306,6 +337,7 @@ def refresh_samples(tx, session: Neo4jSession, facts: Sequence[tuple[str, str, s
         if not is_literal(o):
             ends.append((o, "in", s))
         for entity, direction, neighbour in ends:
+            tx.run(cypher("hubs_forget"), ids=[entity]).consume()
             key = sample_id((entity, r, direction))
             row = tx.run(cypher("samples_get"), keys=[key]).single()
             if row is None:
