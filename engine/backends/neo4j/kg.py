@@ -250,7 +250,7 @@ class Neo4jKG(KnowledgeGraph):
         None: the whole KG) that has no kept sample, so that no question
         sorts one: the server sorts it now, as a question would, and it is
         kept. Dense entities are found from the degree store, their pairs'
-        degrees per type (as ``relations`` counts a hub's). Records that the
+        degrees per type (as ``relations`` counts a hub's, and kept). Records that the
         database's biggest pairs are sampled (``BIG_PAIRS``). Returns
         ``big_pairs_made`` and ``big_pairs_seconds``."""
         started = time.perf_counter()
@@ -318,12 +318,12 @@ class Neo4jKG(KnowledgeGraph):
                 "crowded pairs sampled": kept["samples"], "relations with a look-ahead schema": kept["schema"],
                 "hubs summarised": kept["hubs"],
                 "summaries": f"hubs (more than {HUB_EDGES} edges in a direction) counted per relation from "
-                             f"Neo4j's degrees, when a load ends or first needed, then kept; samples of crowded pairs (the first {SAMPLE_KEEP} neighbours in "
+                             f"Neo4j's degrees when a load ends or when first needed, then kept while their "
+                             f"degrees hold; samples of crowded pairs (the first {SAMPLE_KEEP} neighbours in "
                              f"sample order) and the schema ({SCHEMA_TAILS} tails per relation from its first "
                              f"{SCHEMA_READ} edges, {SCHEMA_EDGES} edges each way of each) made when first needed, "
-                             f"except the samples of pairs past "
-                             f"{SORT_MAX:,} edges, made by the load ({big}); a load merges the edges it writes into "
-                             f"the samples and forgets the schema"}
+                             f"except the samples of pairs past {SORT_MAX:,} edges, made by the load ({big}); a "
+                             f"load merges the edges it writes into the samples and forgets the schema"}
 
 
 def refresh_samples(tx, session: Neo4jSession, facts: Sequence[tuple[str, str, str]]) -> None:
