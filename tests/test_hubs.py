@@ -1014,9 +1014,13 @@ def test_neo4j_keeps_a_hub_s_counts_until_its_edges_change(neo4j_store, loaded_h
     counted: list[str] = []
     plain = session.run_text
 
+    checks: list[dict] = []  # the parameters of each read of kept counts
+
     def spy(text, *args, **params):
         if _statement(text) == "hub_relations":
             counted.extend(params["ids"])
+        elif _statement(text) == "hubs_get":
+            checks.append({k: v for k, v in params.items() if k not in ("write", "meter")})
         return plain(text, *args, **params)
 
     monkeypatch.setattr(session, "run_text", spy)
@@ -1030,6 +1034,9 @@ def test_neo4j_keeps_a_hub_s_counts_until_its_edges_change(neo4j_store, loaded_h
 
     base = {(LINKS.id, "out"): OUT, (BORN.id, "out"): 1, (LIKES.id, "in"): IN}
     assert kept() == 1 and listed() == base and counted == []  # counted by the load
+    from engine.queries import cypher
+
+    assert _db_hits(neo4j_store, cypher("hubs_get"), checks[-1]) < 100  # its check: degrees, not the edges
     new = (iri("new_rel"), "out")
     c = correct(store, [], [f"<{iri('hub')}>|<{new[0]}>|<{iri('city')}>"], "a test")
     assert kept() == 0  # forgotten with the correction
@@ -1088,10 +1095,10 @@ def test_neo4j_look_ahead_reads_a_tail_s_first_edges_only(neo4j_store, tmp_path,
     assert {has, sees} <= follows <= {has, sees, Relation(iri("points_to"), "in")}
     from engine.queries import cypher
 
-    (params,) = [p for name, p in sent if name == "relations_sampled"]
+    (params,) = [p for name, p in sent if name == "relations"]
     assert params["ids"] == [iri("wide")] and params["edges"] == SCHEMA_EDGES
-    sampled = _db_hits(neo4j_store, cypher("relations_sampled"), params)
-    whole = _db_hits(neo4j_store, cypher("relations"), {k: v for k, v in params.items() if k != "edges"})
+    sampled = _db_hits(neo4j_store, cypher("relations"), params)
+    whole = _db_hits(neo4j_store, cypher("relations"), {**params, "edges": params["hub"]})  # a listing's
     assert whole > 2 * wide and sampled < 10 * SCHEMA_EDGES, (sampled, whole)
     degrees = kg.degrees([iri("wide")], sample=SCHEMA_EDGES)[iri("wide")]
     assert sum(r.degree or 0 for r in degrees) == 2 * SCHEMA_EDGES

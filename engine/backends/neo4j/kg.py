@@ -136,9 +136,8 @@ class Neo4jKG(KnowledgeGraph):
         per type either way), as on the embedded store."""
         found: dict[str, list[Relation]] = {e: [] for e in iris}
         hubs: list[str] = []
-        listing, bound = ("relations", {}) if sample is None else ("relations_sampled", {"edges": sample})
         for part in chunks(iris, BATCH):
-            for row in self._run(listing, ids=list(part), hub=HUB_EDGES, **bound):
+            for row in self._run("relations", ids=list(part), hub=HUB_EDGES, edges=sample or HUB_EDGES):
                 if row["hub"]:
                     hubs.append(row["e"])
                 elif row["p"] is not None:
