@@ -2,6 +2,11 @@
 // count per type and direction (out_counts / in_counts: hub_count_out /
 // hub_count_in per type, joined by commas), each from Neo4j's degree store
 // because the type is named in the text (see engine.queries.cypher_name).
+// With the hub's KG degree each way, which the counts must add up to (as in
+// hubs_get: not the run state's AT edges nor the corrections' ABOUT edges),
+// and its correction counter (hubs_forget), both read before the counts.
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
-RETURN id AS e, [{{out_counts}}] AS outs, [{{in_counts}}] AS ins
+WITH id, e, coalesce(e.tog_edits, 0) AS edits, COUNT { (e)-->() } AS out,
+     COUNT { (e)<--() } - COUNT { (e)<-[:AT]-() } - COUNT { (e)<-[:ABOUT]-() } AS in
+RETURN id AS e, edits, out, in, [{{out_counts}}] AS outs, [{{in_counts}}] AS ins

@@ -1,4 +1,3 @@
-// Forget the kept samples, look-ahead schema and hubs' relation counts (a
-// load changed the KG).
-MATCH (s) WHERE s:TogSample OR s:TogSchema OR s:TogHub
+// Forget the kept samples and look-ahead schema (a load changed the KG).
+MATCH (s) WHERE s:TogSample OR s:TogSchema
 CALL (s) { DELETE s } IN TRANSACTIONS OF 10000 ROWS

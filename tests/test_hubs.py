@@ -998,10 +998,11 @@ def test_neo4j_answers_the_same_from_bounded_reads(neo4j_store, loaded_hub, tmp_
 def test_neo4j_keeps_a_hub_s_counts_until_its_edges_change(neo4j_store, loaded_hub, tmp_path, monkeypatch):
     """A hub's relations, counted per type from the degree store, are
     counted once and kept: by the load that wrote it, when it ends. A
-    correction forgets them in its own transaction; edges a load or a raw
-    write adds change the hub's degree, which the kept counts then no
-    longer add up to (a load counts them again when it ends). Each time
-    the next listing is exact; run state is no KG."""
+    correction forgets them in its own transaction, and counts taken before
+    it and kept after it are not used; edges a load or a raw write adds
+    change the hub's degree, which the kept counts then no longer add up to
+    (a load counts them again when it ends); a type another process added
+    is seen. Each time the next listing is exact; run state is no KG."""
     from conftest import open_spec
 
     from engine.backends.neo4j.kg import Neo4jKG
@@ -1015,8 +1016,11 @@ def test_neo4j_keeps_a_hub_s_counts_until_its_edges_change(neo4j_store, loaded_h
     plain = session.run_text
 
     checks: list[dict] = []  # the parameters of each read of kept counts
+    between: list = []  # a correction to make between a count and its save
 
     def spy(text, *args, **params):
+        if _statement(text) == "hubs_save" and between:
+            between.pop()()
         if _statement(text) == "hub_relations":
             counted.extend(params["ids"])
         elif _statement(text) == "hubs_get":
@@ -1048,7 +1052,19 @@ def test_neo4j_keeps_a_hub_s_counts_until_its_edges_change(neo4j_store, loaded_h
     swap = correct(store, [born], [f"<{iri('hub')}>|<{new[0]}>|<{iri('city')}>"], "a test")  # the same degrees
     assert listed() == {**{k: n for k, n in base.items() if k[0] != BORN.id}, new: 1}
     revert(store, swap.id)
-    assert listed() == base and counted == [iri("hub")] * 4
+    raced = []
+    between.append(lambda: raced.append(correct(store, [born], [f"<{iri('hub')}>|<{new[0]}>|<{iri('city')}>"], "r")))
+    swapped = {**{k: n for k, n in base.items() if k[0] != BORN.id}, new: 1}
+    assert listed() == base and raced  # counted, then the swap, then the (now stale) counts kept
+    assert counted == [iri("hub")] * 4 and kept() == 1
+    assert listed() == swapped and counted == [iri("hub")] * 5  # not used: counted again
+    revert(store, raced[0].id)
+    assert iri("newer") not in session.relationship_types()  # this session's types, cached
+    other = open_spec(neo4j_store)  # another process, which adds a relationship type to the hub
+    added = correct(other, [], [f"<{iri('hub')}>|<{iri('newer')}>|<{iri('city')}>"], "elsewhere")
+    assert listed() == {**base, (iri("newer"), "out"): 1}  # this session had cached the types without it
+    revert(other, added.id)
+    assert listed() == base
     counted.clear()
     more = write_nt(tmp_path / "more.nt", [f"<{iri('hub')}> <{iri('other')}> <{iri(f'o{i}')}> ." for i in range(3)])
     load_file(store.need_sink(), more)

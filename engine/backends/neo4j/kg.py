@@ -12,10 +12,11 @@ the node, all 449,022 of a hub's in-edges for a pair of 297.
   count per type costs about 2 µs, a thousand of them a hub): a load
   counts its dense entities when it ends, a question any other hub. Kept
   counts are used only while the hub's degree each way (from the degree
-  store) is what they add up to, so that any edge added or removed (by a
-  load, running or not, or a raw write) has them counted again; a
-  correction, which may swap one edge for another, forgets them in its
-  transaction;
+  store) is what they add up to, so that any change of its degree (a load,
+  running or not, or a raw write) has them counted again; a correction,
+  which may swap one edge for another, moves the hub's correction counter
+  in its transaction, which kept counts must match. (A raw write that
+  swaps edges and keeps the degrees goes unseen.);
 - expand: each pair's neighbours are read lazily up to the candidate
   window with their names (not a pair whose relation's degree says it
   is crowded: it goes to its sample directly); a crowded pair's first ``SAMPLE_KEEP``
@@ -149,37 +150,55 @@ class Neo4jKG(KnowledgeGraph):
 
     def _hub_relations(self, hubs: Sequence[str]) -> dict[str, list[Relation]]:
         """Every relation around each hub with its degree: kept ones
-        (``(:TogHub)``) whose totals still match the degree store, or
-        counted per type from the degree store now (and kept). A load's
-        edges change the totals (the load counts its dense entities again
-        when it ends: ``sample_big``); a correction, which may swap one edge
-        for another, forgets those of the entities it touches."""
+        (``(:TogHub)``) that still add up to the hub's degree each way and
+        that no correction touched since, or counted per type from the
+        degree store now (and kept if they add up). A load's edges change
+        the degrees (the load counts its dense entities again when it ends:
+        ``sample_big``); a correction, which may swap one edge for another,
+        moves the hub's correction counter in its transaction
+        (``hubs_forget``)."""
         out: dict[str, list[Relation]] = {}
         for part in chunks(hubs, BATCH):
             for row in self._run("hubs_get", ids=list(part)):
                 out[row["e"]] = [Relation(t, d, degree=n) for t, d, n in zip(row["types"], row["dirs"], row["n"])]
         todo = [h for h in hubs if h not in out]
-        counted: dict[str, list[Relation]] = {h: [] for h in todo}
-        for group in chunks(self.session.relationship_types() if todo else [], TYPES_PER_COUNT):
+        counted, whole = self._count_hubs(todo)
+        if len(whole) < len(todo):  # counts short of a degree: perhaps a type another process added
+            self.session.changed()
+            again, whole_again = self._count_hubs([h for h in todo if h not in whole])
+            counted.update(again)
+            whole.update(whole_again)
+        rows = [[e, [r.id for r in rels], [r.direction for r in rels], [r.degree for r in rels], *whole[e]]
+                for e, rels in counted.items() if e in whole]
+        for batch in chunks(rows, BATCH):
+            self.session.run("hubs_save", write=True, rows=list(batch))
+        self.made["hubs"] += len(rows)
+        return {**out, **counted}
+
+    def _count_hubs(self, hubs: Sequence[str]) -> tuple[dict[str, list[Relation]], dict[str, tuple[int, int, int]]]:
+        """Each hub's relations, counted per type from the degree store
+        (``TYPES_PER_COUNT`` types a statement); and, for the hubs whose
+        counts add up to their KG degree each way, that degree and their
+        correction counter as the first statement read them (``hubs_save``)."""
+        counted: dict[str, list[Relation]] = {h: [] for h in hubs}
+        first: dict[str, tuple[int, int, int]] = {}  # hub -> (degree out, degree in, correction counter)
+        for group in chunks(self.session.relationship_types() if hubs else [], TYPES_PER_COUNT):
             text = render_cypher(
                 "hub_relations",
                 out_counts=", ".join(render_cypher("hub_count_out", type=cypher_name(t)).strip() for t in group),
                 in_counts=", ".join(render_cypher("hub_count_in", type=cypher_name(t)).strip() for t in group))
-            for part in chunks(todo, BATCH):
+            for part in chunks(hubs, BATCH):
                 for row in self._run_text(text, ids=list(part)):
+                    first.setdefault(row["e"], (row["out"], row["in"], row["edits"]))
                     for t, n_out, n_in in zip(group, row["outs"], row["ins"]):
                         if n_out:
                             counted[row["e"]].append(Relation(t, "out", degree=n_out))
                         if n_in:
                             counted[row["e"]].append(Relation(t, "in", degree=n_in))
-        if counted:
-            rows = [[e, [r.id for r in rels], [r.direction for r in rels], [r.degree for r in rels],
-                     sum(r.degree or 0 for r in rels if r.direction == "out"),
-                     sum(r.degree or 0 for r in rels if r.direction == "in")] for e, rels in counted.items()]
-            for batch in chunks(rows, BATCH):
-                self.session.run("hubs_save", write=True, rows=list(batch))
-            self.made["hubs"] += len(counted)
-        return {**out, **counted}
+        whole = {h: first[h] for h, rels in counted.items() if h in first and first[h][:2] == (
+            sum(r.degree or 0 for r in rels if r.direction == "out"),
+            sum(r.degree or 0 for r in rels if r.direction == "in"))}
+        return counted, whole
 
     # -- expand ------------------------------------------------------------------
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
