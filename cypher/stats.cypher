@@ -7,4 +7,6 @@ CALL () { MATCH ()-[r]->() RETURN count(r) AS relationships }
 CALL () { MATCH (:TogPath)-[r]->() RETURN count(r) AS run_relationships }
 CALL () { MATCH (:TogRun)-[r]->() RETURN count(r) AS roots }
 CALL () { MATCH (:TogCorrection)-[r]->() RETURN count(r) AS provenance }
-RETURN entities, values, names, runs, relationships - run_relationships - roots - provenance AS edges
+CALL () { MATCH (:TogSimulated)-[r]->() RETURN count(r) AS foreseen }
+RETURN entities, values, names, runs,
+       relationships - run_relationships - roots - provenance - foreseen AS edges

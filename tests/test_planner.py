@@ -50,12 +50,20 @@ def _taken_only_what_the_kg_offered(tree, offered):
     return by_id
 
 
+def _kg_edges(spec: str) -> int:
+    with open_store(spec) as g:
+        s = g.kg.stats()
+    return s["edges"] if "edges" in s else s["triples"]
+
+
 def test_offline_plan_answers_and_records_its_lookahead_as_simulated(store_spec, tog):
     """On either backend: the real steps are path nodes, the lookahead sits beside them."""
     sample = store_spec
     assert tog("load", METAQA / "kb.txt", "--store", sample).exit_code == 0
+    kg_edges = _kg_edges(sample)
     asked = tog("ask", TWO_HOP, "--store", sample, "--method", "plan", "--json")
     assert asked.exit_code == 0, asked.output
+    assert _kg_edges(sample) == kg_edges  # the run's nodes and edges are no KG edges
     data = json.loads(asked.output)
     assert set(data["answer"]) == {"Mike Newell", "Robert Redford"}
     tree, offered = _run(sample, data["run"])
