@@ -142,7 +142,9 @@ def test_relationship_types_reach_cypher_text_only_quoted():
     assert statement == [
         "UNWIND $ids AS id",
         "MATCH (e:Entity {id: id})",
-        "RETURN id AS e, [COUNT { (e)-[:`urn:tog:r:a`]->() }, COUNT { (e)-[:`urn:x``y`]->() }] AS outs, "
+        "WITH id, e, coalesce(e.tog_edits, 0) AS edits, COUNT { (e)-->() } AS out,",
+        "     COUNT { (e)<--() } - COUNT { (e)<-[:AT]-() } - COUNT { (e)<-[:ABOUT]-() } AS in",
+        "RETURN id AS e, edits, out, in, [COUNT { (e)-[:`urn:tog:r:a`]->() }, COUNT { (e)-[:`urn:x``y`]->() }] AS outs, "
         "[COUNT { (e)<-[:`urn:tog:r:a`]-() }, COUNT { (e)<-[:`urn:x``y`]-() }] AS ins",
     ]
     degree = render_cypher("pair_degree", type=cypher_name("urn:tog:r:a"))
