@@ -350,12 +350,13 @@ def refresh_samples(tx, session: Neo4jSession, facts: Sequence[tuple[str, str, s
     forget the kept relation counts of the entities they touch."""
     from engine.queries import cypher
 
+    touched = {x for s, _, o in facts for x in (s, o) if not is_literal(x)}
+    tx.run(cypher("hubs_forget"), ids=sorted(touched)).consume()  # once each, one statement
     for s, r, o in facts:
         ends: list[tuple[str, Direction, str]] = [(s, "out", o)]
         if not is_literal(o):
             ends.append((o, "in", s))
         for entity, direction, neighbour in ends:
-            tx.run(cypher("hubs_forget"), ids=[entity]).consume()
             key = sample_id((entity, r, direction))
             row = tx.run(cypher("samples_get"), keys=[key]).single()
             if row is None:
