@@ -634,7 +634,7 @@ def test_neo4j_samples_the_biggest_pairs_at_load_as_the_embedded_store_does(neo4
     capsys.readouterr()
     kg = Neo4jKG(store.kg.session)
     assert [c.node.id for c in kg.expand([(iri("big"), Relation(r, "out"))], limit=5)] == found
-    assert kg.made["crowded_pairs"] == 3 and "sampling the biggest pairs of the Neo4j database once" in \
+    assert kg.made["crowded_pairs"] == 3 and "sampling the biggest pairs and counting the hubs of the Neo4j " in \
         capsys.readouterr().err
     assert kept(store) == embedded["more.nt"]
     kg.expand([(iri("sink"), Relation(r, "in"))], limit=5)
@@ -1078,6 +1078,61 @@ def test_neo4j_keeps_a_hub_s_counts_until_its_edges_change(neo4j_store, loaded_h
     behind_its_back = f"MATCH (e:Entity {{id: $hub}}) CREATE (e)<-[:`{LIKES.id}`]-(:Entity {{id: 'x'}})"
     session.run_text(behind_its_back, write=True, **hub)  # neither a load nor a correction
     assert listed() == {**base, (iri("other"), "out"): 3, (LIKES.id, "in"): IN + 1} and counted == [iri("hub")]
+
+
+@pytest.mark.neo4j
+def test_neo4j_counts_an_older_database_s_hubs_once_before_a_question_lists_one(neo4j_store, tmp_path, monkeypatch,
+                                                                                  caplog):
+    """A database whose hubs a load's end did not count (an older tog made
+    it, or it was imported offline) has every hub counted, in one go and
+    said so, before the first listing that meets a hub, not a hub at a
+    time inside whichever questions list them first; then never again."""
+    import logging
+
+    from conftest import open_spec
+
+    from engine.backends.neo4j import kg as neo4j_kg
+    from engine.backends.neo4j.kg import HUBS_COUNTED, Neo4jKG
+    from loaders.load import load_file
+
+    monkeypatch.setattr(neo4j_kg, "HUB_EDGES", 30)
+    lines = [f"<{iri(h)}> <{LINKS.id}> <{iri(f'{h}-{i}')}> ." for h in ("a", "b") for i in range(40)]
+    lines += [f"<{iri('small')}> <{BORN.id}> <{iri('city')}> ."]
+    store = open_spec(neo4j_store, create=True)
+    load_file(store.need_sink(), write_nt(tmp_path / "two-hubs.nt", lines))
+    session = store.kg.session
+
+    def kept() -> int:
+        return session.run("summaries_count")[0]["hubs"]
+
+    assert kept() == 2 and session.setting(HUBS_COUNTED, None) == 30  # the load's end counted both
+
+    def as_an_older_tog_left_it() -> None:
+        session.run_text("MATCH (h:TogHub) DETACH DELETE h", write=True)
+        session.run_text("MATCH (s:TogSetting {key: $key}) DELETE s", write=True, key=HUBS_COUNTED)
+
+    as_an_older_tog_left_it()
+    load_file(store.need_sink(), write_nt(tmp_path / "more.nt", [f"<{iri('small')}> <{BORN.id}> <{iri('town')}> ."]))
+    assert kept() == 2 and session.setting(HUBS_COUNTED, None) == 30  # a load's end: the whole KG, not what it touched
+    as_an_older_tog_left_it()
+    counted: list[str] = []
+    plain = session.run_text
+
+    def spy(text, *args, **params):
+        if _statement(text) == "hub_relations":
+            counted.extend(params["ids"])
+        return plain(text, *args, **params)
+
+    monkeypatch.setattr(session, "run_text", spy)
+    caplog.set_level(logging.INFO, logger="tog")
+    kg = Neo4jKG(session)
+    assert kg.relations([iri("small")])[iri("small")] and counted == []  # no hub listed: nothing counted yet
+    assert {(r.id, r.degree) for r in kg.relations([iri("a")])[iri("a")]} == {(LINKS.id, 40)}
+    assert sorted(counted) == [iri("a"), iri("b")] and kept() == 2  # both, in one go
+    assert "counting the hubs of the Neo4j database once" in caplog.text and "2 hubs counted" in caplog.text
+    assert session.setting(HUBS_COUNTED, None) == 30
+    assert {(r.id, r.degree) for r in Neo4jKG(session).relations([iri("b")])[iri("b")]} == {(LINKS.id, 40)}
+    assert sorted(counted) == [iri("a"), iri("b")]  # kept: a new reader counts nothing
 
 
 @pytest.mark.neo4j

@@ -78,6 +78,9 @@ SAMPLE_KEEP = 4096  # neighbours kept per crowded pair, in sample order
 # setting: SORT_MAX once a load (or a first question) sampled every pair past it; "pending" while
 # a load runs (a load that did not end leaves it so: the next one samples the whole KG's)
 BIG_PAIRS = "big_pairs_sampled"
+# setting: HUB_EDGES once every hub's relation counts were kept (a load's end keeps them; a database
+# without it, made by an older tog, has them counted before its first question uses them)
+HUBS_COUNTED = "hubs_counted"
 log = logging.getLogger("tog")
 Key = tuple[str, str, str]  # (entity, relation, direction)
 
@@ -112,7 +115,7 @@ class Neo4jKG(KnowledgeGraph):
         self.schema = Neo4jSchema(self)
         self._relation_labels: dict[str, str | None] = {}
         self.made = {"crowded_pairs": 0, "hubs": 0}
-        self._big_checked = False  # whether this database's biggest pairs were sampled (once per object)
+        self._checked = False  # whether what a load's end makes was looked for (once per object)
 
     def _run(self, name: str, **params) -> list:
         return self.session.run(name, meter=self.meter, **params)
@@ -157,6 +160,7 @@ class Neo4jKG(KnowledgeGraph):
         ``sample_big``); a correction, which may swap one edge for another,
         moves the hub's correction counter in its transaction
         (``hubs_forget``)."""
+        self._load_end_made()
         out: dict[str, list[Relation]] = {}
         for part in chunks(hubs, BATCH):
             for row in self._run("hubs_get", ids=list(part)):
@@ -236,13 +240,7 @@ class Neo4jKG(KnowledgeGraph):
                  ) -> dict[tuple[str, Relation], tuple[int, list[str]]]:
         """Each crowded pair's degree and first neighbours in sample order:
         kept ones, or sorted by the server now (and kept)."""
-        if not self._big_checked:
-            self._big_checked = True
-            state = self.session.setting(BIG_PAIRS, None)  # None: made by an older tog, or imported offline
-            if state is None or (isinstance(state, int) and state > SORT_MAX):  # or sampled to a higher threshold
-                log.info("sampling the biggest pairs of the Neo4j database once (it was made by an older tog "
-                         "or imported offline) ...")
-                log.info(f"{self.sample_big()['big_pairs_made']:,} pairs sampled")
+        self._load_end_made()
         keys = {pair: (pair[0], pair[1].id, pair[1].direction) for pair in pairs}
         kept = {row["key"]: (row["degree"], list(row["sample"]))
                 for row in self._run("samples_get", keys=[sample_id(k) for k in keys.values()])}
@@ -253,6 +251,27 @@ class Neo4jKG(KnowledgeGraph):
                 got = self._sample(key, max(window, SAMPLE_KEEP))
             out[pair] = got
         return out
+
+    def _load_end_made(self) -> None:
+        """Once per object, before the first hub listing or crowded pair:
+        a database without what a load's end makes (``sample_big``: the
+        samples of the biggest pairs, the hubs' relation counts), made by an
+        older tog or imported offline, gets it now, in one go, rather than
+        a hub at a time inside whichever questions list them first."""
+        if self._checked:
+            return
+        self._checked = True
+        state = self.session.setting(BIG_PAIRS, None)  # None: made by an older tog, or imported offline
+        if state == "pending":
+            return  # a load is running, or one did not end: the next load's end makes them
+        if state is None or (isinstance(state, int) and state > SORT_MAX) or (  # or sampled to a higher threshold
+                self.session.setting(HUBS_COUNTED, None) != HUB_EDGES):
+            log.info("sampling the biggest pairs and counting the hubs of the Neo4j database once (it was made "
+                     "by an older tog or imported offline) ...")
+            hubs = self.made["hubs"]
+            made = self.sample_big()
+            log.info(f"{made['big_pairs_made']:,} pairs sampled, {self.made['hubs'] - hubs:,} hubs counted "
+                     f"in {made['big_pairs_seconds']:,} s")
 
     def _sample(self, key: Key, keep: int) -> tuple[int, list[str]]:
         entity, relation, direction = key
@@ -269,14 +288,16 @@ class Neo4jKG(KnowledgeGraph):
         sorts one: the server sorts it now, as a question would, and it is
         kept. Dense entities are found from the degree store, their pairs'
         degrees per type (as ``relations`` counts a hub's, and kept). Records that the
-        database's biggest pairs are sampled (``BIG_PAIRS``). Returns
+        database's biggest pairs are sampled (``BIG_PAIRS``) and its hubs
+        counted (``HUBS_COUNTED``; a load counts only the entities it touched
+        when every other hub's counts were kept before). Returns
         ``big_pairs_made`` and ``big_pairs_seconds``."""
         started = time.perf_counter()
         if entities is None:
-            dense = [r["id"] for r in self.session.run("dense_entities", min=SORT_MAX)]
+            dense = [r["id"] for r in self.session.run("dense_entities", min=min(SORT_MAX, HUB_EDGES))]
         else:
             dense = [r["id"] for part in chunks(list(entities), BATCH)
-                     for r in self.session.run("dense_among", ids=list(part), min=SORT_MAX)]
+                     for r in self.session.run("dense_among", ids=list(part), min=min(SORT_MAX, HUB_EDGES))]
         keys = [(e, r.id, r.direction) for e, rels in self.degrees(dense).items() for r in rels
                 if (r.degree or 0) > SORT_MAX]
         kept = {row["key"] for part in chunks(keys, BATCH)
@@ -287,6 +308,7 @@ class Neo4jKG(KnowledgeGraph):
                 self._sample(key, SAMPLE_KEEP)
                 made += 1
         self.session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps(SORT_MAX))
+        self.session.run("setting_set", write=True, key=HUBS_COUNTED, value=json.dumps(HUB_EDGES))
         return {"big_pairs_made": made, "big_pairs_seconds": round(time.perf_counter() - started, 2),
                 "sort_max": SORT_MAX}
 

@@ -176,11 +176,11 @@ class Neo4jSink(PendingWrites):
         return self.session.name_predicates
 
     def begin(self) -> None:
-        from engine.backends.neo4j.kg import BIG_PAIRS, SORT_MAX
+        from engine.backends.neo4j.kg import BIG_PAIRS, HUB_EDGES, HUBS_COUNTED, SORT_MAX
 
         self._notes = self._follow_samples()
-        if self.session.setting(BIG_PAIRS, None) != SORT_MAX:
-            self._touched = None
+        if self.session.setting(BIG_PAIRS, None) != SORT_MAX or self.session.setting(HUBS_COUNTED, None) != HUB_EDGES:
+            self._touched = None  # the load's end looks at the whole KG, not only at what it touched
         self.session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps("pending"))
         # A load into a database with no KG yet may CREATE its edges and name
         # keys (checking for repeats within the load in memory), which is many
