@@ -75,12 +75,6 @@ BATCH = 2000  # rows per read statement
 HUB_EDGES = 1000  # edges in one direction past which an entity's relations are counted per type
 TYPES_PER_COUNT = 100  # relationship types counted per hub statement (the texts repeat: planned once)
 SAMPLE_KEEP = 4096  # neighbours kept per crowded pair, in sample order
-# An entity with at most this many edges is expanded by one text for every relationship type
-# (expand_small): below Neo4j's relationship grouping threshold (50) its edges are one chain,
-# read whole whether or not the text names the type. A new text costs the server 10-40 ms to
-# plan (once while it runs): 300 questions on a 500-type, 10M-triple KG took 170 ms of KG time
-# each by mean after a restart, 70 ms with every text planned.
-SMALL_EDGES = 50
 # setting: SORT_MAX once a load (or a first question) sampled every pair past it; "pending" while
 # a load runs (a load that did not end leaves it so: the next one samples the whole KG's)
 BIG_PAIRS = "big_pairs_sampled"
@@ -218,16 +212,8 @@ class Neo4jKG(KnowledgeGraph):
         rows: dict[tuple[str, Relation], dict[str, Node | None]] = {pair: {} for pair in pairs}
         known = [pair for pair in pairs if (pair[1].degree or 0) > window]  # crowded, as its listing said
         read = [pair for pair in pairs if (pair[1].degree or 0) <= window]  # through the window
-        big: list[tuple[str, Relation]] = []  # pairs of an entity past SMALL_EDGES: read by a text naming the type
-        for part in chunks(read, BATCH):
-            for row in self._run("expand_small", pairs=[[e, r.id, r.direction, k] for k, (e, r) in enumerate(part)],
-                                 small=SMALL_EDGES, n=window + 1):
-                if not row["small"]:
-                    big.append(part[row["k"]])
-                elif row["x"] is not None:
-                    rows[part[row["k"]]][row["x"]] = _node(row)
         by_type: dict[tuple[str, str], list[tuple[str, Relation]]] = defaultdict(list)
-        for pair in big:
+        for pair in read:
             by_type[(pair[1].id, pair[1].direction)].append(pair)
         for (relation, direction), group in by_type.items():  # a statement per type: named in its text
             text = render_cypher(f"expand_{direction}", type=cypher_name(relation))
