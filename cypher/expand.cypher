@@ -6,8 +6,9 @@
 // so that Neo4j follows that type's edges only: given as a parameter, it
 // read every edge of the node and kept the type's (449,022 database hits
 // for a pair of 297 edges of a hub). One text serves both directions: the
-// server plans each new text (10-40 ms), and a beam step often follows a
-// type both ways.
+// server plans each new text (10-40 ms) and keeps a bounded number, and a
+// run follows many types both ways (300 questions at 10M triples sent 440
+// texts, where a text per type and direction made 763).
 UNWIND $pairs AS pair
 MATCH (e:Entity {id: pair[0]})
 CALL (e, pair) {
