@@ -491,7 +491,7 @@ def test_every_cypher_file_compiles_on_the_server(neo4j_store):
                                        in_counts=render_cypher("hub_count_in", type=odd).strip()),
         "pair_degree": render_cypher("pair_degree", type=odd),
         **{name: render_cypher(name, type=odd) for name in (  # statements that read by one type
-            "expand", "sample_out", "sample_in", "schema_tails_out", "schema_tails_in")},
+            "expand_out", "expand_in", "sample_out", "sample_in", "schema_tails_out", "schema_tails_in")},
         "relation_counts": render_cypher("relation_counts", counts=", ".join(
             render_cypher("relation_count_each", type=t).strip() for t in (odd, cypher_name("urn:tog:r:plain")))),
     }

@@ -212,14 +212,13 @@ class Neo4jKG(KnowledgeGraph):
         rows: dict[tuple[str, Relation], dict[str, Node | None]] = {pair: {} for pair in pairs}
         known = [pair for pair in pairs if (pair[1].degree or 0) > window]  # crowded, as its listing said
         read = [pair for pair in pairs if (pair[1].degree or 0) <= window]  # through the window
-        by_type: dict[str, list[tuple[str, Relation]]] = defaultdict(list)
+        by_type: dict[tuple[str, str], list[tuple[str, Relation]]] = defaultdict(list)
         for pair in read:
-            by_type[pair[1].id].append(pair)
-        for relation, group in by_type.items():  # a statement per type, both ways: named in its text
-            text = render_cypher("expand", type=cypher_name(relation))
+            by_type[(pair[1].id, pair[1].direction)].append(pair)
+        for (relation, direction), group in by_type.items():  # a statement per type: named in its text
+            text = render_cypher(f"expand_{direction}", type=cypher_name(relation))
             for part in chunks(group, BATCH):
-                batch = [[e, r.direction, k] for k, (e, r) in enumerate(part)]
-                for row in self._run_text(text, pairs=batch, n=window + 1):
+                for row in self._run_text(text, pairs=[[e, k] for k, (e, _) in enumerate(part)], n=window + 1):
                     rows[part[row["k"]]][row["x"]] = _node(row)
         degree = {pair: len(rows[pair]) for pair in read}
         crowded = known + [pair for pair in read if degree[pair] > window]
