@@ -15,9 +15,13 @@ database that holds the same graph (``kg_scale.py --neo4j URI`` loads it):
 offline backbone, N = D = 3, one client process, twice: the first pass
 as the server's plan cache stands (restart the server before it for the
 figure after a restart), the second with every text planned. Printed per
-window of questions: KG ms mean, median and max, and the distinct
-statement texts the pass has sent so far (in the first pass after a
-restart: the texts the server had to plan).
+window of questions: KG ms mean, median and max, the distinct statement
+texts the pass has sent so far, and the plans they make: Neo4j keys a
+cached plan by the text and each parameter's type, a string's length and
+a list's size bucketed (0, 1, up to 10, up to 100, ...), so one text may
+be planned more than once. In the first pass after a restart these are
+the plans the server had to make; its cache holds 1,000 a database
+unless ``server.db.query_cache_size`` says otherwise.
 
     .venv/bin/python benchmarks/neo4j_plans.py --neo4j bolt://127.0.0.1:7688 --questions 300
 
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -37,6 +42,24 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def size_bucket(n: int) -> int:
+    """Neo4j 5's bucket for a string's length or a list's size (its
+    ``SizeBucket``): 0 and 1 exactly, else the next power of ten."""
+    return n if n < 2 else 10 ** math.ceil(math.log10(n))
+
+
+def plan_key(text: str, params: dict) -> tuple:
+    """What Neo4j keys a cached plan by: the text and each parameter's
+    type, a string's or a list's size bucket included."""
+    def kind(v):
+        if isinstance(v, str):
+            return ("str", size_bucket(len(v)))
+        if isinstance(v, (list, tuple)):
+            return ("list", size_bucket(len(v)))
+        return (type(v).__name__,)
+    return (text, tuple(sorted((k, kind(v)) for k, v in params.items() if k not in ("write", "meter"))))
 
 
 def main() -> None:
@@ -72,10 +95,12 @@ def main() -> None:
         sys.exit(f"{args.neo4j} holds no KG: load it first (benchmarks/kg_scale.py --sizes {args.size} "
                  f"--no-metaqa --neo4j {args.neo4j})")
     texts: set[str] = set()
+    plans: set[tuple] = set()
     plain = session.run_text
 
     def counted(text: str, *a, **kw):
         texts.add(text)
+        plans.add(plan_key(text, kw))
         return plain(text, *a, **kw)
 
     session.run_text = counted
@@ -83,6 +108,7 @@ def main() -> None:
     answers: dict[str, list] = {}
     for pass_ in ("first", "again"):
         texts.clear()
+        plans.clear()
         every: list[float] = []
         started = time.perf_counter()
         print(f"-- {pass_} pass ({'as the server plan cache stands' if pass_ == 'first' else 'every text planned'})")
@@ -94,10 +120,10 @@ def main() -> None:
             if i % args.window == 0 or i == len(questions):
                 part = every[-((i - 1) % args.window + 1):]
                 print(f"questions {i - len(part) + 1:4d}-{i:<4d} KG ms mean {statistics.mean(part):7.1f}  median "
-                      f"{statistics.median(part):7.1f}  max {max(part):7.0f}   texts sent so far {len(texts):5d}",
+                      f"{statistics.median(part):7.1f}  max {max(part):7.0f}   texts sent so far {len(texts):5d}, plans {len(plans):5d}",
                       flush=True)
         print(f"all {len(every)}: KG ms mean {statistics.mean(every):.1f}, median {statistics.median(every):.1f}, "
-              f"max {max(every):.0f}; {len(texts)} statement texts; {time.perf_counter() - started:.0f} s in all")
+              f"max {max(every):.0f}; {len(texts)} statement texts, {len(plans)} plans; {time.perf_counter() - started:.0f} s in all")
     same = sum(a == b for a, b in zip(answers["first"], answers["again"]))
     print(f"same answers in both passes: {same}/{len(questions)}")
 

@@ -1175,6 +1175,51 @@ def test_neo4j_look_ahead_reads_a_tail_s_first_edges_only(neo4j_store, tmp_path,
     assert sum(r.degree or 0 for r in degrees) == 2 * SCHEMA_EDGES
 
 
+def _plans_cleared(uri: str) -> int:
+    """Empty the server's plan cache; the plans it held (its own count)."""
+    import os
+
+    import neo4j
+
+    with neo4j.GraphDatabase.driver(uri, auth=(os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"])) as driver:
+        said = driver.execute_query("CALL db.clearQueryCaches()").records[0][0]
+    found = re.search(r"of (\d+) quer", said)
+    return int(found.group(1)) if found else 0
+
+
+@pytest.mark.neo4j
+def test_neo4j_plans_an_expansion_once_whether_it_is_sent_one_pair_or_several(neo4j_store, tmp_path):
+    """An expansion's text (one per relationship type and direction) gets one
+    plan in the server's cache, not one for a single pair and another for a
+    few: Neo4j keys a plan by the size of each list it is sent, bucketed,
+    and on a KG of hundreds of types the extra plans cost planning time and
+    crowd the cache (1,000 plans a database by default). Counted by the
+    server (``db.clearQueryCaches``); the candidates stay each pair's own."""
+    from conftest import open_spec
+
+    from loaders.load import load_file
+
+    people = ["a", "b", "c", "d"]
+    lines = [f"<{iri(p)}> <{iri('likes')}> <{iri(f'{p}{i}')}> ." for p in people for i in range(3)]
+    lines += [f"<{iri(x)}> <{RDFS_LABEL}> \"{x} name\" ." for x in people]
+    lines += [f"<{iri(f'{p}{i}')}> <{RDFS_LABEL}> \"{p}{i} name\" ." for p in people for i in range(3)]
+    store = open_spec(neo4j_store, create=True)
+    load_file(store.need_sink(), write_nt(tmp_path / "likes.nt", lines))
+    kg, likes = store.kg, Relation(iri("likes"), "out")
+
+    def expand(who: list[str]) -> set[str]:
+        return {c.node.id for c in kg.expand([(iri(p), likes) for p in who], through=False)}
+
+    _plans_cleared(neo4j_store)
+    assert expand(["a"]) == {iri(f"a{i}") for i in range(3)}
+    one = _plans_cleared(neo4j_store)
+    assert one >= 1
+    assert expand(["a"]) == {iri(f"a{i}") for i in range(3)}
+    assert expand(["b", "c", "d"]) == {iri(f"{p}{i}") for p in "bcd" for i in range(3)}
+    assert expand(["d"]) == {iri(f"d{i}") for i in range(3)}
+    assert _plans_cleared(neo4j_store) == one
+
+
 @pytest.mark.neo4j
 def test_a_neo4j_database_made_before_sample_keys_gets_them_once(neo4j_store):
     """Nodes written before nodes kept a sample key get theirs on the first

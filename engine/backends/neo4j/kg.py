@@ -85,6 +85,16 @@ log = logging.getLogger("tog")
 Key = tuple[str, str, str]  # (entity, relation, direction)
 
 
+def one_plan(pairs: list[list]) -> list[list]:
+    """``pairs`` padded so that a text has one plan whether it is sent one
+    pair or a few. Neo4j keys a cached plan by the text and by each list
+    parameter's size, bucketed (exactly 0 or 1, else up to the next power
+    of ten): an expansion text, one per relationship type and direction,
+    was planned once for a single pair and again for two to ten. The pad
+    is a pair with no entity, which matches nothing."""
+    return pairs + [[None, -1]] if len(pairs) == 1 else pairs
+
+
 def _node(row) -> Node | None:
     """The Node of an expand row (None for an unnamed entity)."""
     if row["literal"]:
@@ -218,7 +228,8 @@ class Neo4jKG(KnowledgeGraph):
         for (relation, direction), group in by_type.items():  # a statement per type: named in its text
             text = render_cypher(f"expand_{direction}", type=cypher_name(relation))
             for part in chunks(group, BATCH):
-                for row in self._run_text(text, pairs=[[e, k] for k, (e, _) in enumerate(part)], n=window + 1):
+                for row in self._run_text(text, pairs=one_plan([[e, k] for k, (e, _) in enumerate(part)]),
+                                          n=window + 1):
                     rows[part[row["k"]]][row["x"]] = _node(row)
         degree = {pair: len(rows[pair]) for pair in read}
         crowded = known + [pair for pair in read if degree[pair] > window]
