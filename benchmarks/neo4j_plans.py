@@ -21,7 +21,7 @@ cached plan by the text and each parameter's type, a string's length and
 a list's size bucketed (0, 1, up to 10, up to 100, ...), so one text may
 be planned more than once. In the first pass after a restart these are
 the plans the server had to make; its cache holds 1,000 a database
-unless ``server.db.query_cache_size`` says otherwise.
+unless ``server.memory.query_cache.per_db_cache_num_entries`` says otherwise.
 
     .venv/bin/python benchmarks/neo4j_plans.py --neo4j bolt://127.0.0.1:7688 --questions 300
 
