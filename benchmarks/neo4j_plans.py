@@ -120,10 +120,12 @@ def main() -> None:
             if i % args.window == 0 or i == len(questions):
                 part = every[-((i - 1) % args.window + 1):]
                 print(f"questions {i - len(part) + 1:4d}-{i:<4d} KG ms mean {statistics.mean(part):7.1f}  median "
-                      f"{statistics.median(part):7.1f}  max {max(part):7.0f}   texts sent so far {len(texts):5d}, plans {len(plans):5d}",
+                      f"{statistics.median(part):7.1f}  max {max(part):7.0f}   texts sent so far {len(texts):5d}, "
+                      f"plans {len(plans):5d}",
                       flush=True)
         print(f"all {len(every)}: KG ms mean {statistics.mean(every):.1f}, median {statistics.median(every):.1f}, "
-              f"max {max(every):.0f}; {len(texts)} statement texts, {len(plans)} plans; {time.perf_counter() - started:.0f} s in all")
+              f"max {max(every):.0f}; {len(texts)} statement texts, {len(plans)} plans; "
+              f"{time.perf_counter() - started:.0f} s in all")
     same = sum(a == b for a, b in zip(answers["first"], answers["again"]))
     print(f"same answers in both passes: {same}/{len(questions)}")
 
