@@ -491,11 +491,14 @@ def test_every_cypher_file_compiles_on_the_server(neo4j_store):
                                        in_counts=render_cypher("hub_count_in", type=odd).strip()),
         "pair_degree": render_cypher("pair_degree", type=odd),
         **{name: render_cypher(name, type=odd) for name in (  # statements that read by one type
-            "expand_out", "expand_in", "sample_out", "sample_in", "schema_tails_out", "schema_tails_in")},
+            "expand_out", "expand_in", "sample_out", "sample_in")},
+        "schema_tails": render_cypher("schema_tails", branches="\nUNION ALL\n".join(
+            render_cypher(f"schema_tails_{d}", type=odd, i=i).strip() for i, d in enumerate(("out", "in")))),
         "relation_counts": render_cypher("relation_counts", counts=", ".join(
             render_cypher("relation_count_each", type=t).strip() for t in (odd, cypher_name("urn:tog:r:plain")))),
     }
-    fragments = {"hub_count_out", "hub_count_in", "relation_count_each"}  # compiled inside the statements above
+    fragments = {"hub_count_out", "hub_count_in", "relation_count_each",  # compiled inside the statements above
+                 "schema_tails_out", "schema_tails_in"}
     kg = open_spec(neo4j_store).kg.session
     with kg.driver.session() as s:
         for name in names:

@@ -991,7 +991,7 @@ def test_neo4j_answers_the_same_from_bounded_reads(neo4j_store, loaded_hub, tmp_
     assert kg.schema.after([BORN])[BORN] == [Relation(BORN.id, "in")]  # back from the city: its one relation
     hits = {_statement(text): _db_hits(neo4j_store, text, params) for text, params in sent
             if _statement(text).startswith(("expand_", "sample_out", "schema_tails"))}
-    assert set(hits) == {"expand_out", "sample_out", "schema_tails_out"} and max(hits.values()) < 100, hits
+    assert set(hits) == {"expand_out", "sample_out", "schema_tails"} and max(hits.values()) < 100, hits
 
 
 @pytest.mark.neo4j
@@ -1173,6 +1173,43 @@ def test_neo4j_look_ahead_reads_a_tail_s_first_edges_only(neo4j_store, tmp_path,
     assert whole > 2 * wide and sampled < 10 * SCHEMA_EDGES, (sampled, whole)
     degrees = kg.degrees([iri("wide")], sample=SCHEMA_EDGES)[iri("wide")]
     assert sum(r.degree or 0 for r in degrees) == 2 * SCHEMA_EDGES
+
+
+@pytest.mark.neo4j
+def test_neo4j_reads_a_batch_of_relations_look_ahead_tails_in_few_statements(neo4j_store, tmp_path, monkeypatch):
+    """Neo4j plans every new statement text, and a look-ahead tail read names
+    its type: a batch of relations has its tails read by one statement per
+    UNION_TYPES of them, not one each, and each relation gets the schema it
+    gets when made alone."""
+    from conftest import open_spec
+
+    from engine.backends.neo4j.kg import UNION_TYPES
+    from loaders.load import load_file
+
+    n = UNION_TYPES + 5
+    lines = [f"<{iri(f'a{t}')}> <{iri(f'r{t}')}> <{iri(f'b{t}')}> ." for t in range(n)]
+    lines += [f"<{iri(f'b{t}')}> <{iri(f's{t}')}> <{iri(f'c{t}')}> ." for t in range(n)]
+    store = open_spec(neo4j_store, create=True)
+    load_file(store.need_sink(), write_nt(tmp_path / "types.nt", lines))
+    kg = store.kg
+    sent: list[str] = []
+    plain = kg.session.run_text
+
+    def spy(text, *args, **params):
+        sent.append(_statement(text))
+        return plain(text, *args, **params)
+
+    monkeypatch.setattr(kg.session, "run_text", spy)
+    ahead = [Relation(iri(f"r{t}"), "out") for t in range(n)] + [Relation(iri(f"s{t}"), "in") for t in range(n)]
+    follows = kg.schema.after(ahead)
+    assert sent.count("schema_tails") == -(-2 * n // UNION_TYPES) < 2 * n
+    assert not [name for name in sent if name.startswith("schema_tails_")]
+    for t in range(n):  # around b{t}, the one tail either way
+        around = {Relation(iri(f"r{t}"), "in"), Relation(iri(f"s{t}"), "out")}
+        assert set(follows[Relation(iri(f"r{t}"), "out")]) == around == set(follows[Relation(iri(f"s{t}"), "in")])
+    kg.session.run_batched("schema_clear")
+    for r in ahead[:3] + ahead[n - 2:n + 2] + ahead[-3:]:  # the batch's ends and where its statements split
+        assert kg.schema.after([r])[r] == follows[r]
 
 
 def _plans_cleared(uri: str) -> int:

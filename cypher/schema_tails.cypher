@@ -1,0 +1,13 @@
+// A bounded sample of the nodes each of a batch of relationship types leads
+// to: the relations around them are what can follow it. branches: one
+// schema_tails_out or schema_tails_in per type and direction, joined by
+// UNION ALL, each with its place in the batch (the i of its rows). At most $tails
+// of a type's nodes, found among its first $read edges (a type whose edges
+// mostly reach one hub gives fewer tails, never a longer read). Each type is
+// named in the text, so that Neo4j reads its edges from the type's index:
+// given as a parameter, it scanned every entity and its edges until $read
+// matched (2.3M database hits, a second, for a rare type at 10M triples).
+// One statement for the batch, because Neo4j plans each new text (about
+// 18 ms for one type alone, 11 ms a branch of a UNION of 40), and these texts
+// are sent once per store: the schema is kept.
+{{branches}}
