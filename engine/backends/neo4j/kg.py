@@ -85,6 +85,20 @@ log = logging.getLogger("tog")
 Key = tuple[str, str, str]  # (entity, relation, direction)
 
 
+def load_end_state(session: Neo4jSession) -> str:
+    """Whether the database has what a load's end makes (``sample_big``:
+    its biggest pairs sampled past SORT_MAX, every hub counted): "made";
+    "pending" while a load runs, or after one that did not end; "missing"
+    in a database an older tog made or one imported offline, or sampled to
+    a higher threshold than today's."""
+    state = session.setting(BIG_PAIRS, None)
+    if state == "pending":
+        return "pending"
+    if not isinstance(state, int) or state > SORT_MAX or session.setting(HUBS_COUNTED, None) != HUB_EDGES:
+        return "missing"
+    return "made"
+
+
 def one_plan(pairs: list[list]) -> list[list]:
     """``pairs`` padded so that a text has one plan whether it is sent one
     pair or a few. Neo4j keys a cached plan by the text and by each list
@@ -272,11 +286,7 @@ class Neo4jKG(KnowledgeGraph):
         if self._checked:
             return
         self._checked = True
-        state = self.session.setting(BIG_PAIRS, None)  # None: made by an older tog, or imported offline
-        if state == "pending":
-            return  # a load is running, or one did not end: the next load's end makes them
-        if state is None or (isinstance(state, int) and state > SORT_MAX) or (  # or sampled to a higher threshold
-                self.session.setting(HUBS_COUNTED, None) != HUB_EDGES):
+        if load_end_state(self.session) == "missing":  # (pending: the running or next load's end makes them)
             log.info("sampling the biggest pairs and counting the hubs of the Neo4j database once (it was made "
                      "by an older tog or imported offline) ...")
             hubs = self.made["hubs"]

@@ -176,10 +176,10 @@ class Neo4jSink(PendingWrites):
         return self.session.name_predicates
 
     def begin(self) -> None:
-        from engine.backends.neo4j.kg import BIG_PAIRS, HUB_EDGES, HUBS_COUNTED, SORT_MAX
+        from engine.backends.neo4j.kg import BIG_PAIRS, load_end_state
 
         self._notes = self._follow_samples()
-        if self.session.setting(BIG_PAIRS, None) != SORT_MAX or self.session.setting(HUBS_COUNTED, None) != HUB_EDGES:
+        if load_end_state(self.session) != "made":
             self._touched = None  # the load's end looks at the whole KG, not only at what it touched
         self.session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps("pending"))
         # A load into a database with no KG yet may CREATE its edges and name
