@@ -42,10 +42,20 @@ For each graph (seeded synthetic Freebase-style graphs from ``synth.py``,
    relationship type; a name per candidate); and whether each answer is
    the embedded store's. "Cold" there is a new client: the server keeps
    its page cache and query plans from earlier runs.
+7. with ``--sparql ENDPOINT`` (a Virtuoso run by
+   ``launcher/virtuoso-server``; one graph), the same on the SPARQL
+   endpoint: the graph loaded into its own named graph by the launcher
+   (once: a graph that holds as many triples as the embedded store is used
+   as it is), the same questions in a new process, cold and warm (what the
+   engine keeps lives in its process: cold is a new process), and ToG's
+   per-item pattern replayed over HTTP as ToG's code sends it to Virtuoso
+   (the embedded store's queries, names by the direct pattern).
 
     python benchmarks/kg_scale.py --sizes 1000000 10000000 --questions 40
     python benchmarks/kg_scale.py --sizes 10000000 --no-metaqa --questions 20 --after-load 1000
     python benchmarks/kg_scale.py --sizes 10000000 --no-metaqa --questions 20 --neo4j bolt://127.0.0.1:7687
+    python benchmarks/kg_scale.py --sizes 10000000 --no-metaqa --questions 20 \
+        --sparql sparql+http://127.0.0.1:18890/sparql
 """
 
 from __future__ import annotations
@@ -245,6 +255,20 @@ def per_item_neo4j(session, frontier: Frontier, meter) -> None:
                 q("name", id=x)
 
 
+class Remote:
+    """``per_item``'s ``db`` over a SPARQL endpoint: a query per request."""
+
+    def __init__(self, kg) -> None:
+        self.kg = kg
+
+    def query(self, text: str, meter) -> list:
+        started = time.perf_counter()
+        try:
+            return self.kg._remote(text)
+        finally:
+            meter.add(time.perf_counter() - started)
+
+
 def child(store: str, questions_file: str, name_predicate: str, cold_only: bool = False) -> None:
     from engine.graph import Meter
     from engine.pruning import get_pruner
@@ -256,12 +280,12 @@ def child(store: str, questions_file: str, name_predicate: str, cold_only: bool 
     questions = json.loads(Path(questions_file).read_text(encoding="utf-8"))
     s = open_store(store)
     kg = s.kg
-    neo4j = hasattr(kg, "session")
+    neo4j, remote = hasattr(kg, "session"), hasattr(kg, "endpoint")
     if neo4j:
         from engine.backends.common import SORT_MAX
 
         kg.session.run_text(NEO4J_CLEAR, write=True, keep_over=SORT_MAX)
-    else:
+    elif not remote:  # (a SPARQL endpoint's reader keeps what it learns in its process only)
         kg.ready()  # what a load left to do (a store an older tog summarised): not a question's cost
         if not cold_only:  # (after a load: the samples it kept are what is measured)
             kg.summaries.clear(keep_big=True)  # samples and schema made by earlier runs; what the load made stays
@@ -281,12 +305,14 @@ def child(store: str, questions_file: str, name_predicate: str, cold_only: bool 
             t0, n0, c0 = tog_meter.seconds, tog_meter.lookups, time.process_time()
             if neo4j:
                 per_item_neo4j(kg.session, frontier, tog_meter)
+            elif remote:
+                per_item(Remote(kg), frontier, name_predicate, tog_meter)
             else:
                 per_item(kg.db, frontier, name_predicate, tog_meter)
             theirs = (tog_meter.seconds - t0, tog_meter.lookups - n0, time.process_time() - c0)
             rows.append({"pass": pass_, "i": i, "hub": item["hub"], "ours": ours, "tog": theirs,
                          "answered": bool(r.result.answer.names), "answers": sorted(r.result.answer.names)})
-    rows.append({"rss": peak_rss(), "made": kg.made})
+    rows.append({"rss": peak_rss(), "made": getattr(kg, "made", {})})
     print(json.dumps(rows))
 
 
@@ -400,6 +426,28 @@ def neo4j_build(uri: str, source: Path) -> None:
               flush=True)
 
 
+def sparql_build(endpoint: str, name: str, source: Path, store: Path) -> str:
+    """The graph of ``source`` in a named graph of the Virtuoso at
+    ``endpoint`` (``launcher/virtuoso-server load``), unless one holds as
+    many triples as the embedded store; the store spec that reads it."""
+    import pyoxigraph as ox
+
+    from engine.store import open_store
+
+    graph = f"http://tog.bench/{name}"
+    spec = f"{endpoint}?default-graph-uri={graph}"
+    counted = ox.Store.read_only(str(store / "kg")).query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
+    want = int(next(iter(counted))["n"].value)  # the default graph: the source's triples
+    with open_store(spec) as s:
+        rows = s.kg._remote("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
+        if int(rows[0]["n"].value) == want:
+            return spec
+    started = time.perf_counter()
+    subprocess.run([str(HERE.parent / "launcher" / "virtuoso-server"), "load", str(source), graph], check=True)
+    print(f"virtuoso: loaded {source} into <{graph}> in {time.perf_counter() - started:.1f} s", flush=True)
+    return spec
+
+
 def same_answers(rows: list[dict], other: list[dict]) -> str:
     """How many warm answers of one run are the other's, as text."""
     a = [r["answers"] for r in rows if r.get("pass") == "warm"]
@@ -439,6 +487,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="Alternating rounds of --after-load.")
     ap.add_argument("--neo4j", metavar="URI", help="Then the same on Neo4j (one graph; NEO4J_USER and NEO4J_PASSWORD "
                                                      "from the environment): an empty database, or one holding it.")
+    ap.add_argument("--sparql", metavar="ENDPOINT", help="Then the same on a Virtuoso run by launcher/virtuoso-server "
+                                                          "(sparql+http://HOST:PORT/sparql; one graph).")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--cold-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--load-more", nargs=3, help=argparse.SUPPRESS)
@@ -462,9 +512,11 @@ def main() -> None:
         return
     args.workdir.mkdir(parents=True, exist_ok=True)
     graphs = [(f"synth-{n}", n) for n in args.sizes] + ([("metaqa", 0)] if args.metaqa else [])
-    if args.neo4j and len(graphs) != 1:
-        sys.exit("--neo4j measures one graph (a Neo4j Community server holds one database): give one of --sizes "
+    if (args.neo4j or args.sparql) and len(graphs) != 1:
+        sys.exit("--neo4j and --sparql measure one graph: give one of --sizes "
                  "with --no-metaqa, or --sizes with no value and --metaqa")
+    if args.sparql and args.metaqa:
+        sys.exit("--sparql measures a synthetic graph (the launcher loads N-Triples): give --no-metaqa")
     figures = {}
     for name, size in graphs:
         kind = "metaqa" if name == "metaqa" else name
@@ -498,6 +550,17 @@ def main() -> None:
             report(f"{name} on Neo4j", on_neo4j)
             print(f"  {name}: answers on Neo4j the same as on the embedded store: {same_answers(on_neo4j, rows)}",
                   flush=True)
+        if args.sparql:
+            source = METAQA / "kb.txt.gz" if kind == "metaqa" else args.workdir / f"synth-{size}.nt"
+            spec = sparql_build(args.sparql, name, source, store)
+            done = subprocess.run([sys.executable, __file__, "--child", spec, str(qfile), name_predicate],
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.exit(f"{name} on Virtuoso: the measuring process failed:\n{done.stderr[-3000:]}")
+            on_sparql = json.loads(done.stdout.strip().splitlines()[-1])
+            report(f"{name} on Virtuoso", on_sparql)
+            print(f"  {name}: answers on Virtuoso the same as on the embedded store: "
+                  f"{same_answers(on_sparql, rows)}", flush=True)
     synth = [n for n, _ in graphs if n != "metaqa"]
     if len(synth) > 1:
         small, big = figures[synth[0]]["warm"], figures[synth[-1]]["warm"]
