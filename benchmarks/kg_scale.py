@@ -448,6 +448,18 @@ def sparql_build(endpoint: str, name: str, source: Path, store: Path) -> str:
     return spec
 
 
+def on_server(label: str, spec: str, qfile: Path, name_predicate: str, rows: list[dict]) -> None:
+    """The questions asked of the store at ``spec`` in a new process,
+    reported next to the embedded store's ``rows``."""
+    done = subprocess.run([sys.executable, __file__, "--child", spec, str(qfile), name_predicate],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{label}: the measuring process failed:\n{done.stderr[-3000:]}")
+    theirs = json.loads(done.stdout.strip().splitlines()[-1])
+    report(label, theirs)
+    print(f"  {label}: answers the same as on the embedded store: {same_answers(theirs, rows)}", flush=True)
+
+
 def same_answers(rows: list[dict], other: list[dict]) -> str:
     """How many warm answers of one run are the other's, as text."""
     a = [r["answers"] for r in rows if r.get("pass") == "warm"]
@@ -542,25 +554,10 @@ def main() -> None:
         if args.neo4j:
             source = METAQA / "kb.txt.gz" if kind == "metaqa" else args.workdir / f"synth-{size}.nt"
             neo4j_build(args.neo4j, source)
-            done = subprocess.run([sys.executable, __file__, "--child", args.neo4j, str(qfile), name_predicate],
-                                  capture_output=True, text=True)
-            if done.returncode != 0:
-                sys.exit(f"{name} on Neo4j: the measuring process failed:\n{done.stderr[-3000:]}")
-            on_neo4j = json.loads(done.stdout.strip().splitlines()[-1])
-            report(f"{name} on Neo4j", on_neo4j)
-            print(f"  {name}: answers on Neo4j the same as on the embedded store: {same_answers(on_neo4j, rows)}",
-                  flush=True)
+            on_server(f"{name} on Neo4j", args.neo4j, qfile, name_predicate, rows)
         if args.sparql:
-            source = METAQA / "kb.txt.gz" if kind == "metaqa" else args.workdir / f"synth-{size}.nt"
-            spec = sparql_build(args.sparql, name, source, store)
-            done = subprocess.run([sys.executable, __file__, "--child", spec, str(qfile), name_predicate],
-                                  capture_output=True, text=True)
-            if done.returncode != 0:
-                sys.exit(f"{name} on Virtuoso: the measuring process failed:\n{done.stderr[-3000:]}")
-            on_sparql = json.loads(done.stdout.strip().splitlines()[-1])
-            report(f"{name} on Virtuoso", on_sparql)
-            print(f"  {name}: answers on Virtuoso the same as on the embedded store: "
-                  f"{same_answers(on_sparql, rows)}", flush=True)
+            spec = sparql_build(args.sparql, name, args.workdir / f"synth-{size}.nt", store)
+            on_server(f"{name} on Virtuoso", spec, qfile, name_predicate, rows)
     synth = [n for n, _ in graphs if n != "metaqa"]
     if len(synth) > 1:
         small, big = figures[synth[0]]["warm"], figures[synth[-1]]["warm"]
