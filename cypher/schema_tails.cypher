@@ -7,7 +7,6 @@
 // named in the text, so that Neo4j reads its edges from the type's index:
 // given as a parameter, it scanned every entity and its edges until $read
 // matched (2.3M database hits, a second, for a rare type at 10M triples).
-// One statement for the batch, because Neo4j plans each new text (about
-// 18 ms for one type alone, 11 ms a branch of a UNION of 40), and these texts
-// are sent once per store: the schema is kept.
+// One statement per UNION_TYPES relations (engine/backends/neo4j/kg.py):
+// Neo4j plans each new text, and these are sent once per store.
 {{branches}}
