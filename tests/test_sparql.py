@@ -177,6 +177,67 @@ def test_topics_given_as_iris_cost_one_request_with_their_relations(stores):
         local.close()
 
 
+def test_the_endpoint_looks_ahead_over_the_schema_the_embedded_store_has(stores):
+    """The offline judge's look-ahead schema (which relations follow which)
+    is sampled on the endpoint as on the embedded store: every relation of
+    the KG, both ways, is followed by the same relations. A batch costs two
+    requests (its tails; their relations) and is kept for the process;
+    ``memo=False`` asks again."""
+    from engine.backends.sparql import SparqlGraph
+    from engine.graph import Relation
+    from engine.store import open_store
+
+    remote, local = (open_store(s) for s in stores)
+    forgetful = SparqlGraph(stores[0], memo=False)
+    try:
+        ahead = [Relation(p, d) for p, _ in local.kg.relation_counts() for d in ("out", "in")]
+        want = local.kg.schema.after(ahead)
+        assert len(ahead) >= 10 and sum(bool(v) for v in want.values()) >= 10
+        for kg in (remote.kg, forgetful):
+            before = kg.meter.lookups
+            assert kg.schema.after(ahead) == want
+            assert kg.meter.lookups - before == 2
+            assert kg.schema.after(ahead[:3]) == {r: want[r] for r in ahead[:3]}
+            assert kg.meter.lookups - before == (2 if kg is remote.kg else 4)
+    finally:
+        remote.close()
+        local.close()
+        forgetful.close()
+
+
+def test_the_endpoint_s_look_ahead_reads_a_bounded_part_of_a_hub(endpoint, tmp_path):
+    """A relation all of whose 300 edges reach one hub of 2,000 edges: its
+    tails are asked among its first SCHEMA_READ edges, and the server counts
+    at most SCHEMA_EDGES of the hub's edges each way to say what follows."""
+    from engine.backends.common import SCHEMA_EDGES, SCHEMA_READ, SCHEMA_TAILS
+    from engine.backends.sparql import SparqlGraph
+    from engine.graph import Relation
+
+    ex = "http://example.org/ahead/"
+    lines = [f"<{ex}fan{i}> <{ex}likes> <{ex}hub> ." for i in range(300)]
+    lines += [f"<{ex}hub> <{ex}links> <{ex}n{i}> ." for i in range(2_000)]
+    lines += [f"<{ex}hub> <{ex}born_in> <{ex}city> ."]
+    spec, graph, _ = loaded_both(tmp_path, lines, "ahead")
+    kg = SparqlGraph(spec)
+    sent: list[tuple[str, list]] = []
+    plain = kg._select
+    kg._select = lambda text, params=(): sent.append((text, rows := plain(text, params))) or rows
+    try:
+        likes = Relation(f"{ex}likes", "out")
+        follows = kg.schema.after([likes])[likes]
+        assert Relation(f"{ex}links", "out") in follows and Relation(f"{ex}likes", "in") in follows
+        (tails, tails_rows), (around, around_rows) = sent
+        assert f"LIMIT {SCHEMA_READ} }}" in tails and [r["n"].value for r in tails_rows] == [f"{ex}hub"]
+        assert SCHEMA_TAILS < 300
+        counted: dict[str, int] = {}
+        for row in around_rows:  # (branch, relation, edges counted): the hub out, then in
+            counted[row["k"].value] = counted.get(row["k"].value, 0) + int(row["n"].value)
+        assert sorted(counted.values()) == [SCHEMA_EDGES, SCHEMA_EDGES]
+    finally:
+        kg.close()
+        subprocess.run([LAUNCHER, "drop", graph], capture_output=True, timeout=120)
+
+
 def test_name_lookups_ask_only_for_the_name_predicates_the_endpoint_uses(stores):
     """Which name predicates the endpoint holds is asked once; lookups then
     name only those, and still find what the embedded store finds."""
@@ -203,6 +264,8 @@ def test_name_lookups_ask_only_for_the_name_predicates_the_endpoint_uses(stores)
 
 
 def test_the_cli_on_the_endpoint_and_its_read_only_refusals(stores, tog):
+    from engine.backends.common import SCHEMA_TAILS
+
     spec, _ = stores
     asked = tog("ask", "who starred in [Harbor Lights]", "--store", spec)
     assert asked.exit_code == 0 and "answer: Bea Star" in asked.output, asked.output
@@ -215,7 +278,8 @@ def test_the_cli_on_the_endpoint_and_its_read_only_refusals(stores, tog):
         refused = tog(*args, "--store", spec)
         assert refused.exit_code == 1 and "read-only for tog: it cannot record corrections" in refused.output
         assert refused.output.count("\n") == 1 and "Traceback" not in refused.output
-    assert tog("info", "--store", spec).exit_code == 0  # reads and runs still work
+    info = tog("info", "--store", spec)  # reads and runs still work
+    assert info.exit_code == 0 and f"look-ahead schema ({SCHEMA_TAILS} tails per relation" in info.output, info.output
     remote = json.loads(tog("relations", "--store", spec, "--json").output)
     local = json.loads(tog("relations", "--store", stores[1], "--json").output)
     assert remote == local and remote  # the same relations and counts as the same file loaded locally

@@ -10,11 +10,12 @@ carry names; batches enter query text only through
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 
 import pyoxigraph as ox
 
-from engine.backends.common import chunks, label_relations, lang_rank
+from engine.backends.common import SCHEMA_READ, SCHEMA_TAILS, chunks, informative, label_relations, lang_rank
 from engine.graph import (
     DEFAULT_POLICY,
     Direction,
@@ -26,9 +27,11 @@ from engine.graph import (
     is_literal,
     literal_value,
 )
-from engine.queries import render, sparql, sparql_values
+from engine.queries import render, sparql, sparql_term, sparql_values
 
 BATCH = 400  # VALUES rows per query: keeps query texts small and plans simple
+UNION_BATCH = 64  # branches per query that joins a batch by UNION
+Degrees = dict[tuple[str, Direction], dict[str, int]]  # (entity, direction) -> {relation: degree}
 
 
 def lang_rank_of(term: object) -> int:
@@ -43,6 +46,11 @@ def node_id(term: ox.NamedNode | ox.Literal | ox.BlankNode) -> str:
 
 def values(rows: Iterable[Sequence[object]]) -> str:
     return sparql_values(rows)
+
+
+def iri_term(iri: str) -> str:
+    """An IRI as a term in query text."""
+    return sparql_term(ox.NamedNode(iri))
 
 
 def iri_rows(iris: Iterable[str]) -> str:
@@ -143,3 +151,36 @@ class SparqlReads(KnowledgeGraph):
         label_relations(self, out, self._relation_labels)
         return out
 
+    # -- bounded reads ----------------------------------------------------------
+    def _bounded(self, keys: Sequence[tuple[str, Direction]], limit: int) -> Degrees:
+        """The relations and degrees that at most ``limit`` edges of each
+        (entity, direction) show, a batch of UNION branches per query."""
+        out: Degrees = {}
+        for part in chunks(keys, UNION_BATCH):
+            branches = "\n  UNION\n  ".join(
+                render(f"relations_bounded_{d}", e=iri_term(e), limit=limit, k=k).strip()
+                for k, (e, d) in enumerate(part))
+            found: dict[int, dict[str, int]] = defaultdict(dict)
+            for row in self._select(render("relations_bounded", branches=branches)):
+                found[int(row["k"].value)][row["p"].value] = int(row["n"].value)
+            for k, key in enumerate(part):
+                out[key] = found.get(k, {})
+        return out
+
+    def _follows(self, part: Sequence[tuple[str, Direction]], around: Callable[[list[str]], Degrees]
+                 ) -> dict[tuple[str, Direction], list[Relation]]:
+        """The look-ahead schema of a batch of (relation, direction): the
+        relations ``around`` a bounded sample of the nodes each leads to
+        (``schema_tails.rq``: at most SCHEMA_TAILS among its first
+        SCHEMA_READ edges), one query for the batch's tails and what
+        ``around`` asks for theirs (a sample of samples)."""
+        branches = "\n  UNION\n  ".join(
+            render(f"schema_tails_{d}", p=iri_term(r), read=SCHEMA_READ, limit=SCHEMA_TAILS, k=k).strip()
+            for k, (r, d) in enumerate(part))
+        tails: dict[int, list[str]] = defaultdict(list)
+        for row in self._select(render("schema_tails", branches=branches)):
+            tails[int(row["k"].value)].append(row["n"].value)
+        degrees = around(sorted({n for ns in tails.values() for n in ns}))
+        return {key: informative([Relation(p, d) for n in tails.get(k, []) for d in ("out", "in")
+                                  for p in degrees.get((n, d), {})], self.policy, self.name_predicates)
+                for k, key in enumerate(part)}

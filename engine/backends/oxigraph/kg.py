@@ -58,7 +58,7 @@ from engine.backends.oxigraph.summaries import (
     build,
     sample_big,
 )
-from engine.backends.sparql_reads import SparqlReads, iri_rows, node_id, values
+from engine.backends.sparql_reads import UNION_BATCH, SparqlReads, iri_rows, iri_term, node_id, values
 from engine.graph import (
     CANDIDATE_WINDOW,
     DEFAULT_POLICY,
@@ -73,13 +73,8 @@ from engine.graph import (
 )
 from engine.queries import render, sparql, sparql_term
 
-UNION_BATCH = 64  # branches per bounded query
 LISTED_BATCH = 256  # (entity, direction) pairs per listing of entities that are no hubs
 log = logging.getLogger("tog")
-
-
-def _term(node: str) -> str:
-    return sparql_term(ox.NamedNode(node))
 
 
 class OxigraphKG(SparqlReads):
@@ -152,27 +147,11 @@ class OxigraphKG(SparqlReads):
                 out[(row["e"].value, row["d"].value)][row["p"].value] = int(row["n"].value)
         return out
 
-    def _bounded(self, keys: Sequence[tuple[str, Direction]], limit: int
-                 ) -> dict[tuple[str, Direction], dict[str, int]]:
-        """The relations and degrees that at most ``limit`` edges of each
-        (entity, direction) show, a batch of UNION branches per query."""
-        out: dict[tuple[str, Direction], dict[str, int]] = {}
-        for part in chunks(keys, UNION_BATCH):
-            branches = "\n  UNION\n  ".join(
-                render(f"relations_bounded_{d}", e=_term(e), limit=limit, k=k).strip()
-                for k, (e, d) in enumerate(part))
-            found: dict[int, dict[str, int]] = defaultdict(dict)
-            for row in self._select(render("relations_bounded", branches=branches)):
-                found[int(row["k"].value)][row["p"].value] = int(row["n"].value)
-            for k, key in enumerate(part):
-                out[key] = found.get(k, {})
-        return out
-
     def _summarise(self, entity: str, direction: Direction) -> dict[str, int]:
         """A hub the summaries lack (a store whose summaries are out of date,
         or an entity a correction made a hub): its relations and degrees, by
         one native count over its edges; kept."""
-        rows = self._select(render(f"degrees_{direction}", e=_term(entity)))
+        rows = self._select(render(f"degrees_{direction}", e=iri_term(entity)))
         degrees = {r["p"].value: int(r["n"].value) for r in rows}
         self.summaries.set_hub(entity, direction, degrees)
         return degrees
@@ -284,7 +263,7 @@ class OxigraphKG(SparqlReads):
                 todo.append(pair)
         for part in chunks(todo, UNION_BATCH):
             branches = "\n  UNION\n  ".join(
-                render(f"neighbours_bounded_{r.direction}", e=_term(e), p=_term(r.id), limit=window + 1, k=k).strip()
+                render(f"neighbours_bounded_{r.direction}", e=iri_term(e), p=iri_term(r.id), limit=window + 1, k=k).strip()
                 for k, (e, r) in enumerate(part))
             found: dict[int, dict[str, None]] = defaultdict(dict)
             blanks: dict[int, set[str]] = defaultdict(set)
@@ -314,7 +293,7 @@ class OxigraphKG(SparqlReads):
         pair whole once more); any other entity's is counted (a bounded read:
         it has at most HUB_EDGES edges that way)."""
         entity, relation, direction = key
-        e, p = _term(entity), _term(relation)
+        e, p = iri_term(entity), iri_term(relation)
         rows = self._select(render(f"sample_{direction}", e=e, p=p, limit=keep))
         sample = sorted((node_id(r["x"]) for r in rows), key=sample_key)
         summarised = self.summaries.hubs([entity]).get((entity, direction), {}).get(relation)
@@ -374,7 +353,7 @@ class OxigraphKG(SparqlReads):
                 "summaries": summary_text(self.summaries.state())}
 
     def pair_degree(self, entity: str, relation: str, direction: str) -> int:
-        rows = self._select(render(f"degree_{direction}", e=_term(entity), p=_term(relation)))
+        rows = self._select(render(f"degree_{direction}", e=iri_term(entity), p=iri_term(relation)))
         return int(rows[0]["n"].value) if rows else 0
 
     def refresh(self, facts: Iterable[tuple[str, str, str]]) -> None:
@@ -467,19 +446,9 @@ class SampledSchema:
         todo = [k for k in keys if k not in kept]
         made: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for part in chunks(todo, UNION_BATCH):
-            branches = "\n  UNION\n  ".join(
-                render(f"schema_tails_{d}", p=_term(r), read=SCHEMA_READ, limit=SCHEMA_TAILS, k=k).strip()
-                for k, (r, d) in enumerate(part))
-            tails: dict[int, list[str]] = defaultdict(list)
-            for row in kg._select(render("schema_tails", branches=branches)):
-                tails[int(row["k"].value)].append(row["n"].value)
-            # each sampled tail shows the relations of its first edges (a hub among them
-            # is not summarised for a heuristic): a sample of samples
-            degrees = kg.degrees(sorted({n for ns in tails.values() for n in ns}), sample=SCHEMA_EDGES)
-            for k, key in enumerate(part):
-                found = [Relation(p, d) for n in tails.get(k, []) for d in ("out", "in")
-                         for p in degrees.get((n, d), {})]
-                made[key] = [(r.id, r.direction) for r in informative(found, kg.policy, kg.name_predicates)]
+            # a tail that is a hub shows all its relations (its summary), any other its first edges
+            follows = kg._follows(part, lambda tails: kg.degrees(tails, sample=SCHEMA_EDGES))
+            made.update({key: [(r.id, r.direction) for r in rels] for key, rels in follows.items()})
         if made:
             kg.summaries.set_follows(made)
         kept.update(made)
