@@ -151,12 +151,12 @@ class EndpointSchema:
     (``SparqlReads._follows``: a relation's tails among its first edges),
     except that each tail shows what its first SCHEMA_EDGES edges each way
     show, a hub among them too: the endpoint has no summary of a hub's
-    relations, and listing them reads all its edges (the 20 questions of
-    the scale row at 10M on Virtuoso: 13x the rows and 2.9x the time of
-    these bounded reads). Made for a batch of
-    relations at once when first needed (a request for their tails, then
-    one per UNION_BATCH of the tails' (node, direction)), kept for the
-    process (``Memo``), as the listings are."""
+    relations, and listing them reads all its edges (for the 20 questions
+    of the scale row at 10M on Virtuoso: 13x the rows and 2.9x the time of
+    these bounded reads). Made for a batch of relations at once when first
+    needed (a request for their tails, then one per UNION_BATCH of the
+    tails' (node, direction)), kept for the process (``Memo``), as the
+    listings are."""
 
     def __init__(self, kg: SparqlGraph, size: int) -> None:
         self.kg = kg
