@@ -174,13 +174,18 @@ class SparqlReads(KnowledgeGraph):
         (``schema_tails.rq``: at most SCHEMA_TAILS among its first
         SCHEMA_READ edges), one query for the batch's tails and what
         ``around`` asks for theirs (a sample of samples)."""
+        tails = self._tails(part)
+        degrees = around(sorted({n for ns in tails.values() for n in ns}))
+        return {key: informative([Relation(p, d) for n in tails.get(k, []) for d in ("out", "in")
+                                  for p in degrees.get((n, d), {})], self.policy, self.name_predicates)
+                for k, key in enumerate(part)}
+
+    def _tails(self, part: Sequence[tuple[str, Direction]]) -> dict[int, list[str]]:
+        """The sampled tails of each (relation, direction) of ``part``, by its place in it."""
         branches = "\n  UNION\n  ".join(
             render(f"schema_tails_{d}", p=iri_term(r), read=SCHEMA_READ, limit=SCHEMA_TAILS, k=k).strip()
             for k, (r, d) in enumerate(part))
         tails: dict[int, list[str]] = defaultdict(list)
         for row in self._select(render("schema_tails", branches=branches)):
             tails[int(row["k"].value)].append(row["n"].value)
-        degrees = around(sorted({n for ns in tails.values() for n in ns}))
-        return {key: informative([Relation(p, d) for n in tails.get(k, []) for d in ("out", "in")
-                                  for p in degrees.get((n, d), {})], self.policy, self.name_predicates)
-                for k, key in enumerate(part)}
+        return tails
