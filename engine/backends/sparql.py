@@ -198,12 +198,9 @@ class EndpointSchema:
         else:
             read = {(n, d): {} for n in todo for d in ("out", "in")}
             for part in chunks(todo, PREPARED_MAX):
-                slots = _slots(len(part))
-                params = [(f"tog{i}", part[i] if i < len(part) else PAD) for i in range(slots)]
-                for row in kg._select(kg._prepared_text("bounded", slots), params):
-                    i, d = _slot_of(row, "k", slots), row["d"].value
-                    if i < len(part) and d in ("out", "in"):
-                        read[(part[i], d)][row["p"].value] = int(row["n"].value)
+                for row in kg._slot_rows("bounded", part):
+                    if row["d"].value in ("out", "in"):
+                        read[(row["e"].value, row["d"].value)][row["p"].value] = int(row["n"].value)
         out.update(read)
         for n in todo:
             self.around.put(n, tuple((p, d, count) for d in ("out", "in") for p, count in read[(n, d)].items()))
@@ -519,9 +516,9 @@ class SparqlGraph(SparqlReads):
         return self.prepared and 0 < len(values) <= PREPARED_MAX
 
     def _slot_rows(self, kind: str, iris: Sequence[str]) -> list:
-        """The rows of the prepared ``kind`` query (relations, labels or
-        topics) for ``iris``; each row's slot ``?k`` is turned back into
-        its entity ``?e``."""
+        """The rows of the prepared ``kind`` query (relations, labels,
+        topics, the look-ahead's tails or bounded reads) for ``iris``; each
+        row's slot ``?k`` is turned back into its IRI ``?e``."""
         slots = _slots(len(iris))
         params = [(f"tog{n}", iris[n] if n < len(iris) else PAD) for n in range(slots)]
         out = []
@@ -573,14 +570,10 @@ class SparqlGraph(SparqlReads):
             return super()._tails(part)
         tails: dict[int, list[str]] = defaultdict(list)
         for direction in ("out", "in"):
-            places = [k for k, (_, d) in enumerate(part) if d == direction]
-            for chunk in chunks(places, PREPARED_MAX):
-                slots = _slots(len(chunk))
-                params = [(f"tog{n}", part[chunk[n]][0] if n < len(chunk) else PAD) for n in range(slots)]
-                for row in self._select(self._prepared_text(f"schema_tails_{direction}", slots), params):
-                    n = _slot_of(row, "k", slots)
-                    if n < len(chunk):
-                        tails[chunk[n]].append(row["n"].value)
+            place = {r: k for k, (r, d) in enumerate(part) if d == direction}
+            for chunk in chunks(list(place), PREPARED_MAX):
+                for row in self._slot_rows(f"schema_tails_{direction}", chunk):
+                    tails[place[row["e"].value]].append(row["n"].value)
         return tails
 
     def search_entities(self, keys: Sequence[str]) -> dict[str, list[Node]]:
