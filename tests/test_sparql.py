@@ -782,6 +782,25 @@ SELECT ?i ?x ?np ?name WHERE {
   OPTIONAL { ?x ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) } }
 }""",
         {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/r', 'tog2': 'http://example.org/b', 'tog3': 'http://example.org/r'}),
+    "schema_tails_out": ("""\
+SELECT ?k ?n WHERE {
+  { { SELECT DISTINCT ?n WHERE { { SELECT ?s ?n WHERE { ?s `bif:iri_to_id(bif:http_param('tog0'), 0)` ?n . } LIMIT 256 } FILTER(isIRI(?n)) } LIMIT 16 } BIND(0 AS ?k) }
+}""",
+        {'tog0': 'http://example.org/r'}),
+    "schema_tails_in": ("""\
+SELECT ?k ?n WHERE {
+  { { SELECT DISTINCT ?n WHERE { { SELECT ?n ?o WHERE { ?n `bif:iri_to_id(bif:http_param('tog0'), 0)` ?o . } LIMIT 256 } FILTER(isIRI(?n)) } LIMIT 16 } BIND(0 AS ?k) }
+}""",
+        {'tog0': 'http://example.org/r'}),
+    "bounded": ("""\
+SELECT ?k ?d ?p (COUNT(*) AS ?n) WHERE {
+  { { SELECT ?p WHERE { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?p ?x . } LIMIT 32 } BIND(0 AS ?k) BIND("out" AS ?d) }
+    UNION { { SELECT ?p WHERE { ?x ?p `bif:iri_to_id(bif:http_param('tog0'), 0)` . } LIMIT 32 } BIND(0 AS ?k) BIND("in" AS ?d) }
+    UNION { { SELECT ?p WHERE { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?p ?x . } LIMIT 32 } BIND(1 AS ?k) BIND("out" AS ?d) }
+    UNION { { SELECT ?p WHERE { ?x ?p `bif:iri_to_id(bif:http_param('tog1'), 0)` . } LIMIT 32 } BIND(1 AS ?k) BIND("in" AS ?d) }
+}
+GROUP BY ?k ?d ?p""",
+        {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/b'}),
 }
 
 
@@ -819,5 +838,7 @@ def test_prepared_query_texts_are_pinned(tmp_path):
         kg.labels([a, b])
         kg.topic_labels([a, b])
         kg.expand([(a, r), (b, Relation(r.id, "in"))], limit=3)
+        kg.schema.after([r, Relation(r.id, "in")])  # the look-ahead's tails: a request per direction
+        kg.schema._around([a, b])  # and what they show
         kg.close()
     assert sent == list(PINNED.values())
