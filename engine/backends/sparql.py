@@ -77,7 +77,7 @@ from engine.backends.common import (
     sample_key,
     select_candidates,
 )
-from engine.backends.sparql_reads import UNION_BATCH, Degrees, SparqlReads, node_id
+from engine.backends.sparql_reads import UNION_BATCH, Degrees, SparqlReads, node_id, place_of
 from engine.errors import StoreError
 from engine.graph import (
     CANDIDATE_WINDOW,
@@ -106,7 +106,7 @@ SORTED_MAX = 10_000  # rows Virtuoso sorts for ORDER BY ... LIMIT (MaxSortedTopR
 LISTINGS_KEPT = 20_000  # entities whose relations a process keeps (Memo)
 PAGES_KEPT = 2_000  # crowded pairs whose candidates a process keeps (Memo)
 WINDOW_AT_ONCE = 10_000  # edges past which a pair's first page is its whole window (one sort on the server)
-SCHEMAS_KEPT = 20_000  # relations whose look-ahead schema a process keeps (Memo)
+SCHEMAS_KEPT = 20_000  # look-ahead schemas of relations, and reads of their sampled tails, a process keeps (Memo)
 
 
 class Memo:
@@ -156,8 +156,9 @@ class EndpointSchema:
     of the scale row at 10M on Virtuoso: 13x the rows and 2.9x the time of
     these bounded reads). Made for a batch of relations at once when first
     needed: a request for their tails (on Virtuoso, prepared: one per
-    direction), then what the tails not read before show (one request per
-    PREPARED_MAX of them prepared, or per UNION_BATCH (tail, direction)).
+    direction and PREPARED_MAX relations), then what the tails not read
+    before show (one request per PREPARED_MAX of them prepared, or per
+    UNION_BATCH (tail, direction)).
     Both are kept for the process (``Memo``), as the listings are."""
 
     def __init__(self, kg: SparqlGraph, size: int) -> None:
@@ -198,9 +199,11 @@ class EndpointSchema:
         else:
             read = {(n, d): {} for n in todo for d in ("out", "in")}
             for part in chunks(todo, PREPARED_MAX):
-                for row in kg._slot_rows("bounded", part):
-                    if row["d"].value in ("out", "in"):
-                        read[(row["e"].value, row["d"].value)][row["p"].value] = int(row["n"].value)
+                for row in kg._slot_rows("schema_around", part):
+                    d = getattr(row["d"], "value", None)
+                    if d not in ("out", "in"):
+                        raise StoreError(f"the endpoint's answer does not fit the query (?d = {row['d']})")
+                    read[(row["e"].value, d)][row["p"].value] = int(row["n"].value)
         out.update(read)
         for n in todo:
             self.around.put(n, tuple((p, d, count) for d in ("out", "in") for p, count in read[(n, d)].items()))
@@ -248,18 +251,6 @@ def _pair_params(n: int, pair: tuple[str, Relation] | None) -> list[tuple[str, s
     ``tog2n+1``); an unused slot (None) gets PAD for both."""
     e, r = (pair[0], pair[1].id) if pair is not None else (PAD, PAD)
     return [(f"tog{2 * n}", e), (f"tog{2 * n + 1}", r)]
-
-
-def _slot_of(row, var: str, slots: int) -> int:
-    """The slot number in ``row[var]``; a ``StoreError`` when the answer
-    does not have the shape of the query."""
-    try:
-        n = int(row[var].value)
-    except (AttributeError, TypeError, ValueError):
-        n = -1
-    if not 0 <= n < slots:
-        raise StoreError(f"the endpoint's answer does not fit the query (?{var} = {row[var]})")
-    return n
 
 
 def _paged(xid: str) -> bool:
@@ -523,7 +514,7 @@ class SparqlGraph(SparqlReads):
         params = [(f"tog{n}", iris[n] if n < len(iris) else PAD) for n in range(slots)]
         out = []
         for row in self._select(self._prepared_text(kind, slots), params):
-            n = _slot_of(row, "k", slots)
+            n = place_of(row, "k", slots)
             if n < len(iris):  # an unused slot's IRI is in no store
                 row["e"] = ox.NamedNode(iris[n])
                 out.append(row)
@@ -546,9 +537,9 @@ class SparqlGraph(SparqlReads):
                 text = render("prepared_topics", named=branches("prepared_named"), **around())
             elif kind == "labels":
                 text = render("prepared_labels", named=branches("prepared_named"))
-            elif kind == "bounded":
-                text = render("prepared_bounded", branches="\n    UNION ".join(
-                    render(f"prepared_bounded_{d}", e=prepared_slot(n), k=n, limit=SCHEMA_EDGES).strip()
+            elif kind == "schema_around":
+                text = render("prepared_schema_around", branches="\n    UNION ".join(
+                    render(f"prepared_schema_around_{d}", e=prepared_slot(n), k=n, limit=SCHEMA_EDGES).strip()
                     for n in range(slots) for d in ("out", "in")))
             elif kind.startswith("schema_tails_"):
                 text = render("schema_tails", branches="\n    UNION ".join(
@@ -560,12 +551,12 @@ class SparqlGraph(SparqlReads):
         return text
 
     def _tails(self, part: Sequence[tuple[str, Direction]]) -> dict[int, list[str]]:
-        """On Virtuoso, prepared: a request per direction, the relations as
-        slots. With the relations in the text, Virtuoso took 0.5-0.9 s for
+        """On Virtuoso, prepared: a request per direction and PREPARED_MAX
+        relations, the relations as slots. With the relations in the text, Virtuoso took 0.5-0.9 s for
         30 relations on a restarted server (6-14 ms asked again); prepared,
         9-130 ms. (The prepared branches keep the inner query's other
-        variable: projecting ``?n`` alone, Virtuoso 7.2 answered one tail
-        per relation where there were 16.)"""
+        variable: with the relation a slot and ``?n`` alone projected,
+        Virtuoso 7.2 answered one tail per relation where there were 16.)"""
         if not self.prepared:
             return super()._tails(part)
         tails: dict[int, list[str]] = defaultdict(list)
@@ -634,7 +625,7 @@ class SparqlGraph(SparqlReads):
             for part in chunks(list(todo), PREPARED_MAX if self.prepared else PAGE_PAIRS):
                 text, params, slot_pairs = self._page_query(part, todo)
                 for row in self._select(text, params):
-                    pair = slot_pairs[_slot_of(row, "i", len(slot_pairs))]
+                    pair = slot_pairs[place_of(row, "i", len(slot_pairs))]
                     if pair is None:
                         continue  # an unused slot (its IRI is in no store)
                     x = row["x"]

@@ -27,6 +27,7 @@ from engine.graph import (
     is_literal,
     literal_value,
 )
+from engine.errors import StoreError
 from engine.queries import render, sparql, sparql_term, sparql_values
 
 BATCH = 400  # VALUES rows per query: keeps query texts small and plans simple
@@ -46,6 +47,18 @@ def node_id(term: ox.NamedNode | ox.Literal | ox.BlankNode) -> str:
 
 def values(rows: Iterable[Sequence[object]]) -> str:
     return sparql_values(rows)
+
+
+def place_of(row, var: str, size: int) -> int:
+    """The place (a branch or slot number below ``size``) in ``row[var]``;
+    a ``StoreError`` when the answer does not have the shape of the query."""
+    try:
+        n = int(row[var].value)
+    except (AttributeError, TypeError, ValueError):
+        n = -1
+    if not 0 <= n < size:
+        raise StoreError(f"the endpoint's answer does not fit the query (?{var} = {row[var]})")
+    return n
 
 
 def iri_term(iri: str) -> str:
@@ -162,7 +175,7 @@ class SparqlReads(KnowledgeGraph):
                 for k, (e, d) in enumerate(part))
             found: dict[int, dict[str, int]] = defaultdict(dict)
             for row in self._select(render("relations_bounded", branches=branches)):
-                found[int(row["k"].value)][row["p"].value] = int(row["n"].value)
+                found[place_of(row, "k", len(part))][row["p"].value] = int(row["n"].value)
             for k, key in enumerate(part):
                 out[key] = found.get(k, {})
         return out
@@ -172,8 +185,8 @@ class SparqlReads(KnowledgeGraph):
         """The look-ahead schema of a batch of (relation, direction): the
         relations ``around`` a bounded sample of the nodes each leads to
         (``schema_tails.rq``: at most SCHEMA_TAILS among its first
-        SCHEMA_READ edges), one query for the batch's tails and what
-        ``around`` asks for theirs (a sample of samples)."""
+        SCHEMA_READ edges, ``_tails``) and what ``around`` asks for theirs
+        (a sample of samples)."""
         tails = self._tails(part)
         degrees = around(sorted({n for ns in tails.values() for n in ns}))
         return {key: informative([Relation(p, d) for n in tails.get(k, []) for d in ("out", "in")
@@ -181,11 +194,12 @@ class SparqlReads(KnowledgeGraph):
                 for k, key in enumerate(part)}
 
     def _tails(self, part: Sequence[tuple[str, Direction]]) -> dict[int, list[str]]:
-        """The sampled tails of each (relation, direction) of ``part``, by its place in it."""
+        """The sampled tails of each (relation, direction) of ``part``, by
+        its place in it: one query (the batch's relations in its text)."""
         branches = "\n  UNION\n  ".join(
             render(f"schema_tails_{d}", p=iri_term(r), read=SCHEMA_READ, limit=SCHEMA_TAILS, k=k).strip()
             for k, (r, d) in enumerate(part))
         tails: dict[int, list[str]] = defaultdict(list)
         for row in self._select(render("schema_tails", branches=branches)):
-            tails[int(row["k"].value)].append(row["n"].value)
+            tails[place_of(row, "k", len(part))].append(row["n"].value)
         return tails
