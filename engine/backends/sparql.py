@@ -524,27 +524,29 @@ class SparqlGraph(SparqlReads):
         """The text of the prepared ``kind`` query with ``slots`` slots (made once)."""
         text = self._texts.get((kind, slots))
         if text is None:
-            def branches(name: str) -> str:
-                extra = {"names": sparql_values(self._name_terms())} if name == "prepared_named" else {}
-                return "\n    UNION ".join(render(name, e=prepared_slot(n), k=n, **extra).strip() for n in range(slots))
+            def branches(*names: str, slot: str = "e", **values: str | int) -> str:
+                """Each of ``names`` per slot (its IRI in ``slot``), joined by UNION."""
+                return "\n    UNION ".join(render(name, **{slot: prepared_slot(n)}, k=n, **values).strip()
+                                          for n in range(slots) for name in names)
 
             def around() -> dict[str, str]:
                 return {"out": branches("prepared_around_out"), "in": branches("prepared_around_in")}
 
+            def named() -> str:
+                return branches("prepared_named", names=sparql_values(self._name_terms()))
+
             if kind == "relations":
                 text = render("prepared_relations", **around())
             elif kind == "topics":
-                text = render("prepared_topics", named=branches("prepared_named"), **around())
+                text = render("prepared_topics", named=named(), **around())
             elif kind == "labels":
-                text = render("prepared_labels", named=branches("prepared_named"))
+                text = render("prepared_labels", named=named())
             elif kind == "schema_around":
-                text = render("prepared_schema_around", branches="\n    UNION ".join(
-                    render(f"prepared_schema_around_{d}", e=prepared_slot(n), k=n, limit=SCHEMA_EDGES).strip()
-                    for n in range(slots) for d in ("out", "in")))
+                text = render("prepared_schema_around", branches=branches(
+                    "prepared_schema_around_out", "prepared_schema_around_in", limit=SCHEMA_EDGES))
             elif kind.startswith("schema_tails_"):
-                text = render("schema_tails", branches="\n    UNION ".join(
-                    render(f"prepared_{kind}", p=prepared_slot(n), k=n, read=SCHEMA_READ, limit=SCHEMA_TAILS).strip()
-                    for n in range(slots)))
+                text = render("schema_tails", branches=branches(
+                    f"prepared_{kind}", slot="p", read=SCHEMA_READ, limit=SCHEMA_TAILS))
             else:
                 raise ValueError(f"no prepared query {kind!r}")
             self._texts[(kind, slots)] = text
