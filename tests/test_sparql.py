@@ -211,6 +211,9 @@ def test_the_endpoint_looks_ahead_over_the_schema_the_embedded_store_has(stores,
         before = remote.meter.lookups
         assert remote.schema._around(tails) == forgetful.schema._around(tails)
         assert remote.meter.lookups == before
+        # and `tog info` says which of the two a process does
+        assert "keeps what it read" in remote.stats()["summaries"]
+        assert "keeps nothing it read (memo off)" in forgetful.stats()["summaries"]
     finally:
         remote.close()
         local.close()
@@ -292,7 +295,8 @@ def test_the_cli_on_the_endpoint_and_its_read_only_refusals(stores, tog):
         assert refused.exit_code == 1 and "read-only for tog: it cannot record corrections" in refused.output
         assert refused.output.count("\n") == 1 and "Traceback" not in refused.output
     info = tog("info", "--store", spec)  # reads and runs still work
-    assert info.exit_code == 0 and f"look-ahead schema ({SCHEMA_TAILS} tails per relation" in info.output, info.output
+    assert info.exit_code == 0 and "this process keeps what it read of hubs" in info.output, info.output
+    assert f"({SCHEMA_TAILS} tails per relation" in info.output, info.output
     remote = json.loads(tog("relations", "--store", spec, "--json").output)
     local = json.loads(tog("relations", "--store", stores[1], "--json").output)
     assert remote == local and remote  # the same relations and counts as the same file loaded locally

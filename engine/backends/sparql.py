@@ -193,17 +193,7 @@ class EndpointSchema:
                 todo.append(n)
             for p, d, count in kept or ():  # type: ignore[attr-defined]
                 out[(n, d)][p] = count
-        kg = self.kg
-        if not kg.prepared:
-            read = kg._bounded([(n, d) for n in todo for d in ("out", "in")], SCHEMA_EDGES)
-        else:
-            read = {(n, d): {} for n in todo for d in ("out", "in")}
-            for part in chunks(todo, PREPARED_MAX):
-                for row in kg._slot_rows("schema_around", part):
-                    d = getattr(row["d"], "value", None)
-                    if d not in ("out", "in"):
-                        raise StoreError(f"the endpoint's answer does not fit the query (?d = {row['d']})")
-                    read[(row["e"].value, d)][row["p"].value] = int(row["n"].value)
+        read = self.kg._schema_around(todo)
         out.update(read)
         for n in todo:
             self.around.put(n, tuple((p, d, count) for d in ("out", "in") for p, count in read[(n, d)].items()))
@@ -569,6 +559,24 @@ class SparqlGraph(SparqlReads):
                     tails[place[row["e"].value]].append(row["n"].value)
         return tails
 
+    def _schema_around(self, tails: Sequence[str]) -> Degrees:
+        """What each tail's first SCHEMA_EDGES edges each way show (the
+        look-ahead's second read, ``EndpointSchema``): on Virtuoso prepared,
+        a request per PREPARED_MAX tails; elsewhere ``_bounded``'s reads
+        with the tails in the text."""
+        both: tuple[Direction, Direction] = ("out", "in")
+        keys = [(n, d) for n in tails for d in both]
+        if not self.prepared:
+            return self._bounded(keys, SCHEMA_EDGES)
+        read: Degrees = {key: {} for key in keys}
+        for part in chunks(list(tails), PREPARED_MAX):
+            for row in self._slot_rows("schema_around", part):
+                d = getattr(row["d"], "value", None)
+                if d not in ("out", "in"):
+                    raise StoreError(f"the endpoint's answer does not fit the query (?d = {row['d']})")
+                read[(row["e"].value, d)][row["p"].value] = int(row["n"].value)
+        return read
+
     def search_entities(self, keys: Sequence[str]) -> dict[str, list[Node]]:
         keys = list(dict.fromkeys(k for k in keys if k))
         if not keys:
@@ -725,7 +733,9 @@ class SparqlGraph(SparqlReads):
 
     def stats(self) -> dict:
         return {"endpoint": self.endpoint, "triples": int(self._select(sparql("count"))[0]["n"].value),
-                "summaries": f"none on the endpoint; this process keeps what it read of hubs (relation listings, "
-                             f"crowded pairs' candidates) and the look-ahead schema ({SCHEMA_TAILS} tails per "
-                             f"relation from its first {SCHEMA_READ} edges, {SCHEMA_EDGES} edges each way of each, "
-                             f"a hub's too), made when first needed"}
+                "summaries": "none on the endpoint; " + (
+                    "this process keeps what it read of hubs (relation listings, crowded pairs' candidates) and "
+                    "the look-ahead schema, made when first needed" if self.listings.size else
+                    "this process keeps nothing it read (memo off): the look-ahead schema is made whenever needed"
+                ) + f" ({SCHEMA_TAILS} tails per relation from its first {SCHEMA_READ} edges, {SCHEMA_EDGES} "
+                    "edges each way of each, a hub's too)"}
