@@ -17,7 +17,7 @@ import re
 import threading
 import time
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -261,8 +261,12 @@ class KnowledgeGraph(Protocol):
         fetch the relations around them in the same round trip."""
         ...
 
-    def search_entities(self, keys: Sequence[str]) -> dict[str, list[Node]]:
-        """Entities whose normalised name equals each key (see ``name_key``)."""
+    def search_entities(self, keys: Sequence[str], forms: Mapping[str, Sequence[str]] | None = None
+                        ) -> dict[str, list[Node]]:
+        """Entities whose normalised name equals each key (see ``name_key``).
+        ``forms``: by key, the names as the user wrote them (``linking.written``),
+        for a backend that matches exact names only (an endpoint); a backend
+        with a name index looks up the keys alone."""
         ...
 
     def has_entity(self, entity: str) -> bool:

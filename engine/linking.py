@@ -8,10 +8,10 @@ batch and the longest matches that do not overlap win.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from engine.errors import QuestionError, UnknownEntityError
-from engine.graph import KnowledgeGraph, Node, local_name, name_key
+from engine.graph import KnowledgeGraph, Node, local_name, name_key, name_keys
 from engine.text import STOPWORDS
 
 MAX_NGRAM = 8
@@ -71,7 +71,10 @@ def resolve(kg: KnowledgeGraph, names: Sequence[str]) -> list[Node]:
             by_iri[name] = Node(found_iri, label if label is not None else local_name(found_iri))
     # the rest are names (a text in angle brackets too, when it is no entity's IRI): one lookup
     keys = {n: name_key(n) for n in names if n not in by_iri}
-    found = kg.search_entities([k for k in dict.fromkeys(keys.values()) if k]) if keys else {}
+    forms: dict[str, list[str]] = {}
+    for n, k in keys.items():
+        forms.setdefault(k, []).append(n.strip())
+    found = kg.search_entities([k for k in dict.fromkeys(keys.values()) if k], forms) if keys else {}
     for name in names:
         if name in by_iri:
             out.append(by_iri[name])
@@ -105,7 +108,7 @@ def link(kg: KnowledgeGraph, question: str, topics: Sequence[str] = ()) -> list[
             if all(t in STOPWORDS for t in gram):
                 continue
             spans.setdefault(" ".join(gram), (i, i + n))
-    found = kg.search_entities(list(spans))
+    found = kg.search_entities(list(spans), written(question, spans))
     taken: set[int] = set()
     out: list[Node] = []
     for key, (a, b) in sorted(spans.items(), key=lambda kv: (-(kv[1][1] - kv[1][0]), kv[1][0])):
@@ -116,6 +119,27 @@ def link(kg: KnowledgeGraph, question: str, topics: Sequence[str] = ()) -> list[
         raise QuestionError(
             "found no entity of the store in the question; mark it like [Tom Hanks] or pass --topic")
     return _unique(out)
+
+
+_TRAILING = " \t?!.,;:\"'"  # what may end a span of a sentence without being part of a name
+
+
+def written(text: str, keys: Iterable[str]) -> dict[str, list[str]]:
+    """The spans of ``text`` as written (up to MAX_NGRAM words split at
+    white space; each also with the punctuation a sentence puts around a
+    name trimmed), by their name key, for the ``keys`` wanted: what a
+    backend that can only match names exactly (an endpoint) looks for
+    besides the keys, so that "Valley of the Dolls" is found as written."""
+    wanted = set(keys)
+    words = text.split()
+    spans = [" ".join(words[i:i + n]) for n in range(1, min(MAX_NGRAM, len(words)) + 1)
+             for i in range(len(words) - n + 1)]
+    spans = list(dict.fromkeys(form for span in spans for form in (span, span.strip(_TRAILING)) if form))
+    out: dict[str, list[str]] = {}
+    for span, key in zip(spans, name_keys(spans)):
+        if key in wanted:
+            out.setdefault(key, []).append(span)
+    return out
 
 
 def _unique(nodes: list[Node]) -> list[Node]:
@@ -133,7 +157,7 @@ def suggestions(kg: KnowledgeGraph, text: str, most: int = 5) -> list[Node]:
     grams = [g for g in dict.fromkeys(grams) if not all(t in STOPWORDS for t in g.split())]
     if not grams:
         return []
-    found = kg.search_entities(grams)
+    found = kg.search_entities(grams, written(text, grams))
     out: list[Node] = []
     for g in grams:
         out.extend(found.get(g, []))

@@ -291,7 +291,8 @@ def test_no_relation_listing_after_the_last_depth(store, monkeypatch):
 def test_a_topic_given_as_an_iri_is_not_searched_by_name(store, monkeypatch):
     searched = []
     plain = store.kg.search_entities
-    monkeypatch.setattr(store.kg, "search_entities", lambda keys: searched.append(list(keys)) or plain(keys))
+    monkeypatch.setattr(store.kg, "search_entities",
+                        lambda keys, forms=None: searched.append(list(keys)) or plain(keys, forms))
     r = run(store, "who directed [Quiz Game]", topics=(f"<{iri('quiz')}>",))
     assert [t.name for t in r.topics] == ["Quiz Game"] and not searched
     run(store, "who directed it", topics=("Quiz Game",))

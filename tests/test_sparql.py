@@ -322,6 +322,36 @@ def loaded_both(tmp_path, lines, name):
         load_into(tmp_path / f"local-{name}", nt)[0].kg
 
 
+def test_the_endpoint_finds_a_name_as_the_question_writes_it(endpoint, tmp_path):
+    """The endpoint matches exact names only: a name in neither lower,
+    title nor upper case ("Valley of the Dolls"), with punctuation its key
+    drops ("Don't Say a Word") or with accents ("Café Déjà Vu") is found
+    as the question writes it, in brackets or not, as the embedded store's
+    name index finds it."""
+    from engine.backends.sparql import SparqlGraph
+    from engine.linking import link, suggestions
+
+    ex = "http://example.org/names/"
+    label = "http://www.w3.org/2000/01/rdf-schema#label"
+    films = {"valley": "Valley of the Dolls", "word": "Don't Say a Word", "cafe": "Caf\u00e9 D\u00e9j\u00e0 Vu"}
+    lines = [f'<{ex}robson> <{label}> "Mark Robson" .']
+    for key, name in films.items():
+        lines += [f'<{ex}{key}> <{label}> "{name}" .', f"<{ex}{key}> <{ex}directed_by> <{ex}robson> ."]
+    spec, _, local = loaded_both(tmp_path, lines, "names")
+    remote = SparqlGraph(spec)
+    try:
+        for question, film in [("who directed [Valley of the Dolls]", "valley"),
+                               ("who directed Valley of the Dolls?", "valley"),
+                               ("who directed \"Don't Say a Word\"?", "word"),
+                               ("who directed [Caf\u00e9 D\u00e9j\u00e0 Vu]", "cafe")]:
+            found = link(remote, question)
+            assert [n.id for n in found] == [f"{ex}{film}"], question
+            assert found == link(local, question), question
+        assert [n.id for n in suggestions(remote, "films like Valley of the Dolls")] == [f"{ex}valley"]
+    finally:
+        remote.close()
+
+
 @pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "values-in-text"])
 def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_path, prepared):
     """The endpoint picks each pair's sample itself (SHA-1 order) and sends

@@ -37,8 +37,9 @@ schema is sampled from relations' first edges, as on the embedded store,
 and kept for the process too, as is what each sampled tail showed
 (``EndpointSchema``).
 
-Entity linking asks the endpoint for exact names (a key as written, in
-title case and in upper case; English and untagged): with a big endpoint,
+Entity linking asks the endpoint for exact names (each as the question
+writes it, and its key as it is, in title case and in upper case; English
+and untagged): with a big endpoint,
 pass topic entities (``--topic``, or ToG's question files, whose mids are
 used as they are).
 
@@ -58,7 +59,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import OrderedDict, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -577,13 +578,16 @@ class SparqlGraph(SparqlReads):
                 read[(row["e"].value, d)][row["p"].value] = int(row["n"].value)
         return read
 
-    def search_entities(self, keys: Sequence[str]) -> dict[str, list[Node]]:
+    def search_entities(self, keys: Sequence[str], forms: Mapping[str, Sequence[str]] | None = None
+                        ) -> dict[str, list[Node]]:
+        """Exact names: each key as the user wrote it (``forms``), as it is,
+        in title case and in upper case; English or untagged."""
         keys = list(dict.fromkeys(k for k in keys if k))
         if not keys:
             return {}
         rows = []
         for key in keys:
-            for form in dict.fromkeys((key, key.title(), key.upper())):
+            for form in dict.fromkeys((*(forms or {}).get(key, ()), key, key.title(), key.upper())):
                 rows += [(ox.Literal(form, language="en"),), (ox.Literal(form),)]
         text = render("names_lookup", names=sparql_values(rows), predicates=sparql_values(self._name_terms()))
         found: dict[str, list[str]] = {}

@@ -36,7 +36,7 @@ import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from engine.backends.common import (
     SCHEMA_EDGES,
@@ -349,7 +349,9 @@ class Neo4jKG(KnowledgeGraph):
     def topic_labels(self, ids: Sequence[str]) -> dict[str, str]:
         return self.labels(ids)
 
-    def search_entities(self, keys: Sequence[str]) -> dict[str, list[Node]]:
+    def search_entities(self, keys: Sequence[str], forms: Mapping[str, Sequence[str]] | None = None
+                        ) -> dict[str, list[Node]]:
+        # the name index holds every name by its key: ``forms`` adds nothing
         wanted = list(dict.fromkeys(k for k in keys if k))
         found: dict[str, list[str]] = {}
         for part in chunks(wanted, BATCH):

@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import pyoxigraph as ox
 
@@ -304,7 +304,9 @@ class OxigraphKG(SparqlReads):
         return degree, sample
 
     # -- the rest ------------------------------------------------------------------
-    def search_entities(self, keys: Sequence[str]) -> dict[str, list[Node]]:
+    def search_entities(self, keys: Sequence[str], forms: Mapping[str, Sequence[str]] | None = None
+                        ) -> dict[str, list[Node]]:
+        # the name index holds every name by its key: ``forms`` adds nothing
         started = time.perf_counter()
         found = self.db.index.lookup(list(dict.fromkeys(k for k in keys if k)))
         self.meter.add(time.perf_counter() - started)
