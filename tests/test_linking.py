@@ -130,3 +130,22 @@ def test_short_freebase_and_wikidata_ids_and_names_that_look_like_iris(tmp_path)
     assert [n.id for n in resolve(store.kg, ["<Lily>"])] == ["http://example.org/lily"]  # a name, not an IRI
     with pytest.raises(UnknownEntityError):
         resolve(store.kg, ["Q43"])
+
+
+def test_the_forms_a_question_writes_its_names_in(names_kg, monkeypatch):
+    """What an endpoint (exact names only) looks up besides the keys: each
+    span as written, and with a sentence's punctuation trimmed, but a name's
+    own kept ("Airplane!", "(1995 film)"). A store with a name index never
+    works them out."""
+    from engine.linking import WrittenForms, written
+
+    text = 'did "Night Harbor" beat Airplane! or Heat (1995 film)?'
+    forms = written(text, ["night harbor", "airplane", "heat 1995 film", "nowhere"])
+    assert forms == {"night harbor": ['"Night Harbor"', "Night Harbor"], "airplane": ["Airplane!", "Airplane"],
+                     "heat 1995 film": ["Heat (1995 film)?", "Heat (1995 film)"]}
+    seen = []
+    plain = names_kg.search_entities
+    monkeypatch.setattr(names_kg, "search_entities", lambda keys, forms=None: seen.append(forms) or plain(keys, forms))
+    assert ids(link(names_kg, "where is Night Harbor")) == [iri("nightharbor")]
+    assert isinstance(seen[0], WrittenForms) and seen[0]._found is None  # never read by the embedded store
+    assert seen[0]["night harbor"] == ["Night Harbor"]
