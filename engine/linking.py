@@ -129,7 +129,7 @@ def written(text: str, keys: Iterable[str]) -> dict[str, list[str]]:
     white space; each also with the punctuation a sentence puts around a
     name trimmed), by their name key, for the ``keys`` wanted: what a
     backend that can only match names exactly (an endpoint) looks for
-    besides the keys, so that "Valley of the Dolls" is found as written."""
+    besides the keys, so that "Lanterns of the Old Quay" is found as written."""
     wanted = set(keys)
     words = text.split()
     spans = [" ".join(words[i:i + n]) for n in range(1, min(MAX_NGRAM, len(words)) + 1)

@@ -135,14 +135,14 @@ def test_short_freebase_and_wikidata_ids_and_names_that_look_like_iris(tmp_path)
 def test_the_forms_a_question_writes_its_names_in(names_kg, monkeypatch):
     """What an endpoint (exact names only) looks up besides the keys: each
     span as written, and with a sentence's punctuation trimmed, but a name's
-    own kept ("Airplane!", "(1995 film)"). A store with a name index never
+    own kept ("Quay Ahoy!", "(1995 film)"). A store with a name index never
     works them out."""
     from engine.linking import WrittenForms, written
 
-    text = 'did "Night Harbor" beat Airplane! or Heat (1995 film)?'
-    forms = written(text, ["night harbor", "airplane", "heat 1995 film", "nowhere"])
-    assert forms == {"night harbor": ['"Night Harbor"', "Night Harbor"], "airplane": ["Airplane!", "Airplane"],
-                     "heat 1995 film": ["Heat (1995 film)?", "Heat (1995 film)"]}
+    text = 'did "Night Harbor" beat Quay Ahoy! or Lantern (1995 film)?'
+    forms = written(text, ["night harbor", "quay ahoy", "lantern 1995 film", "nowhere"])
+    assert forms == {"night harbor": ['"Night Harbor"', "Night Harbor"], "quay ahoy": ["Quay Ahoy!", "Quay Ahoy"],
+                     "lantern 1995 film": ["Lantern (1995 film)?", "Lantern (1995 film)"]}
     seen = []
     plain = names_kg.search_entities
     monkeypatch.setattr(names_kg, "search_entities", lambda keys, forms=None: seen.append(forms) or plain(keys, forms))

@@ -324,8 +324,8 @@ def loaded_both(tmp_path, lines, name):
 
 def test_the_endpoint_finds_a_name_as_the_question_writes_it(endpoint, tmp_path):
     """The endpoint matches exact names only: a name in neither lower,
-    title nor upper case ("Valley of the Dolls"), with punctuation its key
-    drops ("Don't Say a Word") or with accents ("Café Déjà Vu") is found
+    title nor upper case ("Lanterns of the Old Quay"), with punctuation its key
+    drops ("Don't Wake the Quay") or with accents ("Café Déjà Lune") is found
     as the question writes it, in brackets or not, as the embedded store's
     name index finds it."""
     from engine.backends.sparql import SparqlGraph
@@ -333,21 +333,22 @@ def test_the_endpoint_finds_a_name_as_the_question_writes_it(endpoint, tmp_path)
 
     ex = "http://example.org/names/"
     label = "http://www.w3.org/2000/01/rdf-schema#label"
-    films = {"valley": "Valley of the Dolls", "word": "Don't Say a Word", "cafe": "Caf\u00e9 D\u00e9j\u00e0 Vu"}
+    films = {"valley": "Lanterns of the Old Quay", "word": "Don't Wake the Quay",
+             "cafe": "Caf\u00e9 D\u00e9j\u00e0 Lune"}
     lines = [f'<{ex}robson> <{label}> "Mark Robson" .']
     for key, name in films.items():
         lines += [f'<{ex}{key}> <{label}> "{name}" .', f"<{ex}{key}> <{ex}directed_by> <{ex}robson> ."]
     spec, _, local = loaded_both(tmp_path, lines, "names")
     remote = SparqlGraph(spec)
     try:
-        for question, film in [("who directed [Valley of the Dolls]", "valley"),
-                               ("who directed Valley of the Dolls?", "valley"),
-                               ("who directed \"Don't Say a Word\"?", "word"),
-                               ("who directed [Caf\u00e9 D\u00e9j\u00e0 Vu]", "cafe")]:
+        for question, film in [("who directed [Lanterns of the Old Quay]", "valley"),
+                               ("who directed Lanterns of the Old Quay?", "valley"),
+                               ("who directed \"Don't Wake the Quay\"?", "word"),
+                               ("who directed [Caf\u00e9 D\u00e9j\u00e0 Lune]", "cafe")]:
             found = link(remote, question)
             assert [n.id for n in found] == [f"{ex}{film}"], question
             assert found == link(local, question), question
-        assert [n.id for n in suggestions(remote, "films like Valley of the Dolls")] == [f"{ex}valley"]
+        assert [n.id for n in suggestions(remote, "films like Lanterns of the Old Quay")] == [f"{ex}valley"]
     finally:
         remote.close()
 
