@@ -17,11 +17,11 @@ import re
 import threading
 import time
 import unicodedata
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     import pyoxigraph as ox
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from engine.descriptions import Note
 
 Direction = Literal["out", "in"]
+V = TypeVar("V")
 
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 FREEBASE_NS = "http://rdf.freebase.com/ns/"
@@ -213,6 +214,31 @@ class Meter:
             yield
         finally:
             self.add(time.perf_counter() - started, lookups)
+
+
+class LazyMapping(Mapping[str, V]):
+    """The mapping ``make()`` returns, made when first read: for what a
+    caller hands on but the callee may never look at (the relations around
+    a beam for a judge that stops, a question's written names for a store
+    with a name index)."""
+
+    def __init__(self, make: Callable[[], dict[str, V]]) -> None:
+        self._make = make
+        self._found: dict[str, V] | None = None
+
+    def _all(self) -> dict[str, V]:
+        if self._found is None:
+            self._found = self._make()
+        return self._found
+
+    def __getitem__(self, key: str) -> V:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
 
 
 class RelationSchema(Protocol):

@@ -8,10 +8,10 @@ batch and the longest matches that do not overlap win.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from engine.errors import QuestionError, UnknownEntityError
-from engine.graph import KnowledgeGraph, Node, local_name, name_key, name_keys
+from engine.graph import KnowledgeGraph, LazyMapping, Node, local_name, name_key, name_keys
 from engine.text import STOPWORDS
 
 MAX_NGRAM = 8
@@ -142,27 +142,13 @@ def written(text: str, keys: Iterable[str]) -> dict[str, list[str]]:
     return out
 
 
-class WrittenForms(Mapping[str, list[str]]):
+class WrittenForms(LazyMapping[list[str]]):
     """``written(text, keys)``, worked out when first read: only a backend
     that matches exact names reads it (0.3 ms for a question of 28 words)."""
 
     def __init__(self, text: str, keys: Iterable[str]) -> None:
-        self._text, self._keys = text, list(keys)
-        self._found: dict[str, list[str]] | None = None
-
-    def _all(self) -> dict[str, list[str]]:
-        if self._found is None:
-            self._found = written(self._text, self._keys)
-        return self._found
-
-    def __getitem__(self, key: str) -> list[str]:
-        return self._all()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._all())
-
-    def __len__(self) -> int:
-        return len(self._all())
+        wanted = list(keys)
+        super().__init__(lambda: written(text, wanted))
 
 
 def _unique(nodes: list[Node]) -> list[Node]:

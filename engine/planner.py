@@ -216,7 +216,8 @@ def plan_search(kg: KnowledgeGraph, question: str, topics: Sequence[Node], prune
                 config: SearchConfig, recorder: Recorder, descriptions: Descriptions | None = None,
                 roles: tuple | None = None) -> SearchResult:
     """``--method plan`` from ``topics``; ``roles`` (actor, model, critic) default to the offline ones."""
-    from engine.search import CallPlan, SearchResult, _Around, _relations_of, follow
+    from engine.graph import LazyMapping
+    from engine.search import CallPlan, SearchResult, _around, _relations_of, follow
 
     actor, model, critic = roles or default_roles(kg, pruner, descriptions)
     plan = CallPlan(config, pruner, reasoner)
@@ -235,7 +236,7 @@ def plan_search(kg: KnowledgeGraph, question: str, topics: Sequence[Node], prune
     candidates: list[Path] = []
     reached = 0
     schema = kg.schema.after if kg.schema is not None else None
-    ahead: _Around | None = None  # the relations around the beam, once the judge (or this loop) lists them
+    ahead: LazyMapping[list[Relation]] | None = None  # the relations around the beam, once the judge (or this loop) lists them
 
     for step in range(1, steps + 1):
         # the actions the KG offers: one round trip (or none: the judge's look at them is reused)
@@ -300,7 +301,7 @@ def plan_search(kg: KnowledgeGraph, question: str, topics: Sequence[Node], prune
         memory += beam
         candidates, reached = ranked, step
         plan.before(step, "judge")
-        ahead = _Around(kg, beam, descriptions, known) if step < steps else None  # listed when first read
+        ahead = _around(kg, beam, descriptions, known) if step < steps else None  # listed when first read
         reward = reasoner.judge(question, topics, beam, ahead if ahead is not None else {}, steps - step, schema)
         rewards.append(reward)
         context.update(step, beam, memory, reward, config.refresh_at)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from engine.errors import TogError
-from engine.graph import KnowledgeGraph, Node, PathRecord, Relation
+from engine.graph import KnowledgeGraph, LazyMapping, Node, PathRecord, Relation
 from engine.paths import Hop, Path, topic_groups
 from engine.pruning import Choice, Pruner
 from engine.reasoning import Answer, Reasoner, Schema
@@ -251,7 +251,7 @@ def search(
             candidates = meeting + [q for q in ranked if q.id not in {m.id for m in meeting}]
         # 4. judge: are the kept paths enough?  (After the last depth the
         # search stops anyway: no relations to list for a judge's look-ahead.)
-        around = _Around(kg, beam, descriptions, listed) if depth < config.depth else {}
+        around = _around(kg, beam, descriptions, listed) if depth < config.depth else {}
         plan.before(depth, "judge")
         judged = beam + [m for m in meeting if m.id not in kept]
         reward = reasoner.judge(question, topics, judged, around, config.depth - depth, schema)
@@ -382,27 +382,10 @@ def _relation_text(p: Path, rel: Relation) -> str:
     return f"{head} -> {rel.text}{' (of)' if rel.direction == 'in' else ''}"
 
 
-class _Around(Mapping):
+def _around(kg: KnowledgeGraph, beam: Sequence[Path], descriptions: Descriptions | None,
+            known: Mapping[str, list[Relation]] | None = None) -> LazyMapping[list[Relation]]:
     """``_relations_of`` the beam, listed on first use (``known``: tails listed already)."""
-
-    def __init__(self, kg: KnowledgeGraph, beam: Sequence[Path], descriptions: Descriptions | None,
-                 known: Mapping[str, list[Relation]] | None = None) -> None:
-        self._args = (kg, beam, descriptions, known)
-        self._found: dict[str, list[Relation]] | None = None
-
-    def _listed(self) -> dict[str, list[Relation]]:
-        if self._found is None:
-            self._found = _relations_of(*self._args)
-        return self._found
-
-    def __getitem__(self, path_id: str) -> list[Relation]:
-        return self._listed()[path_id]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._listed())
-
-    def __len__(self) -> int:
-        return len(self._listed())
+    return LazyMapping(lambda: _relations_of(kg, beam, descriptions, known))
 
 
 def _relations_of(kg: KnowledgeGraph, beam: Sequence[Path], descriptions: Descriptions | None = None,
