@@ -587,7 +587,9 @@ class SparqlGraph(SparqlReads):
             return {}
         rows = []
         for key in keys:
-            for form in dict.fromkeys((*(forms or {}).get(key, ()), key, key.title(), key.upper())):
+            # the key's own casings first: with a written form that is one of them ahead of the key,
+            # Virtuoso 7.2 took 80 ms for the same 1,002 rows it looked up in 8.5 ms in this order
+            for form in dict.fromkeys((key, key.title(), key.upper(), *(forms or {}).get(key, ()))):
                 rows += [(ox.Literal(form, language="en"),), (ox.Literal(form),)]
         text = render("names_lookup", names=sparql_values(rows), predicates=sparql_values(self._name_terms()))
         found: dict[str, list[str]] = {}
