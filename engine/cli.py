@@ -992,13 +992,18 @@ def entity(name, store, as_json) -> None:
     """The entities NAME (a name, an IRI or a short Freebase / Wikidata id)
     stands for, with their relations and degrees: what to write as a topic,
     in a description file or in a correction."""
-    from engine.errors import UnknownEntityError
+    from engine.errors import CommonNameError, UnknownEntityError
+    from engine.graph import NAME_MATCHES
     from engine.linking import resolve, suggestions
     from engine.text import printable
 
     with _open(store, reading=True) as s:
         try:
             nodes = resolve(s.kg, [name])
+        except CommonNameError as e:  # some of them, said on stderr (the JSON stays a list)
+            nodes = e.nodes[:NAME_MATCHES]
+            click.echo(f"{printable(name)!r} names more than {NAME_MATCHES:,} entities; {len(nodes)} of them:",
+                       err=True)
         except UnknownEntityError:
             near = suggestions(s.kg, name)
             hint = ("; did you mean " + ", ".join(repr(n.name) for n in near[:5]) + "?") if near else ""

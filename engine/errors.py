@@ -39,6 +39,16 @@ class UnknownEntityError(TogError):
     """A topic entity named by the user or found in a question is not in the KG."""
 
 
+class CommonNameError(UnknownEntityError):
+    """A topic given by name is a name so many entities share (more than
+    ``graph.NAME_MATCHES``) that it stands for none of them; ``nodes``: the
+    ones the lookup read."""
+
+    def __init__(self, message: str, nodes: list) -> None:
+        super().__init__(message)
+        self.nodes = nodes
+
+
 class QuestionError(TogError):
     """The question itself is unusable (empty, no topic entity found, ...)."""
 

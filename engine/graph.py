@@ -289,10 +289,12 @@ class KnowledgeGraph(Protocol):
 
     def search_entities(self, keys: Sequence[str], forms: Mapping[str, Sequence[str]] | None = None
                         ) -> dict[str, list[Node]]:
-        """Entities whose normalised name equals each key (see ``name_key``).
-        ``forms``: by key, the names as the user wrote them (``linking.written``),
-        for a backend that matches exact names only (an endpoint); a backend
-        with a name index looks up the keys alone."""
+        """Entities whose normalised name equals each key (see ``name_key``),
+        sorted: all of them, or NAME_MATCHES + 1 for a name more share (a
+        bounded read: a name hub is not read whole). ``forms``: by key, the
+        names as the user wrote them (``linking.written``), for a backend
+        that matches exact names only (an endpoint); a backend with a name
+        index looks up the keys alone."""
         ...
 
     def has_entity(self, entity: str) -> bool:
@@ -337,6 +339,13 @@ def literal_value(node_id: str) -> str:
 # in the sample order, before unnamed nodes are looked through: every
 # backend must use the same window for answers to agree.
 CANDIDATE_WINDOW = 4
+
+# A name is looked up for at most NAME_MATCHES entities: one that more share
+# (thousands of articles titled "Editorial", a common personal name) is too
+# common to stand for one thing, and its entities are read no further. A
+# backend returns NAME_MATCHES + 1 of them to say so (which ones is its own
+# choice), else all, so the same name finds the same entities everywhere.
+NAME_MATCHES = 100
 
 
 def utc_now() -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from engine.errors import QuestionError, UnknownEntityError
-from engine.graph import KnowledgeGraph, LazyMapping, Node, local_name, name_key, name_keys
+from engine.errors import CommonNameError, QuestionError, UnknownEntityError
+from engine.graph import NAME_MATCHES, KnowledgeGraph, LazyMapping, Node, local_name, name_key, name_keys
 from engine.text import STOPWORDS
 
 MAX_NGRAM = 8
@@ -51,7 +51,8 @@ def resolve(kg: KnowledgeGraph, names: Sequence[str]) -> list[Node]:
     ``wd:Q42``) or names; a text that is not an entity of the KG as an IRI
     is looked up as a name (``<Lily>`` may be a name).
 
-    Raises :class:`UnknownEntityError` naming the first one not in the KG.
+    Raises :class:`UnknownEntityError` naming the first one not in the KG,
+    :class:`CommonNameError` for a name more than NAME_MATCHES entities share.
     """
     out: list[Node] = []
     iris = {}
@@ -82,6 +83,9 @@ def resolve(kg: KnowledgeGraph, names: Sequence[str]) -> list[Node]:
         matches = found.get(keys.get(name, ""), [])
         if not matches:
             raise UnknownEntityError(f"unknown entity {name!r}: no entity with that name or IRI in the store")
+        if len(matches) > NAME_MATCHES:
+            raise CommonNameError(f"{name!r} names more than {NAME_MATCHES:,} entities of the store: too common to "
+                                  f"stand for one; give the one you mean by its IRI (`tog entity` lists some)", matches)
         out.extend(matches)
     return _unique(out)
 
@@ -111,13 +115,18 @@ def link(kg: KnowledgeGraph, question: str, topics: Sequence[str] = ()) -> list[
     found = kg.search_entities(list(spans), WrittenForms(question, spans))
     taken: set[int] = set()
     out: list[Node] = []
+    common: list[str] = []  # names too many entities share to start from (their words are taken all the same)
     for key, (a, b) in sorted(spans.items(), key=lambda kv: (-(kv[1][1] - kv[1][0]), kv[1][0])):
         if key in found and not taken.intersection(range(a, b)):
             taken.update(range(a, b))
-            out.extend(found[key])
+            if len(found[key]) > NAME_MATCHES:
+                common.append(key)
+            else:
+                out.extend(found[key])
     if not out:
+        why = f" ({common[0]!r} names more than {NAME_MATCHES:,} entities: too common to start from)" if common else ""
         raise QuestionError(
-            "found no entity of the store in the question; mark it like [Tom Hanks] or pass --topic")
+            f"found no entity of the store in the question{why}; mark it like [Tom Hanks] or pass --topic")
     return _unique(out)
 
 

@@ -71,7 +71,8 @@ def _statement(text: str) -> str:
 
 
 def _db_hits(uri: str, text: str, params: dict) -> int:
-    """The database hits of one read statement, as Neo4j's PROFILE counts them."""
+    """The database hits of one statement, as Neo4j's PROFILE counts them
+    (its rows read first: a write's profile is there only then)."""
     import os
 
     import neo4j
@@ -81,7 +82,9 @@ def _db_hits(uri: str, text: str, params: dict) -> int:
 
     auth = (os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"])
     with neo4j.GraphDatabase.driver(uri, auth=auth) as driver, driver.session() as session:
-        return total(session.run("PROFILE " + text, params).consume().profile)
+        result = session.run("PROFILE " + text, params)
+        list(result)
+        return total(result.consume().profile)
 
 
 class Spy:

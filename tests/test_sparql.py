@@ -353,6 +353,38 @@ def test_the_endpoint_finds_a_name_as_the_question_writes_it(endpoint, tmp_path)
         remote.close()
 
 
+def test_the_endpoint_reads_a_name_thousands_share_no_further_than_the_cap(endpoint, tmp_path):
+    """``test_name_hubs.py``'s graph on the endpoint: 200,000 entities named
+    "Editorial". The lookup stops at NAMES_AT_ONCE rows, then asks each key
+    again in a branch of at most NAME_MATCHES + 1 entities; it finds what
+    the embedded store finds, and linking starts where it starts."""
+    from test_name_hubs import QUESTION, SHARED, _expect_linking, _expect_lookup, shared_lines, small_lines
+
+    from engine.backends.sparql import NAMES_AT_ONCE, SparqlGraph
+    from engine.graph import NAME_MATCHES
+    from engine.linking import link
+
+    spec, graph, local = loaded_both(tmp_path, shared_lines() + small_lines(), "namehub")
+    remote = SparqlGraph(spec)
+    sent: list[tuple[str, int]] = []
+    plain = remote._select
+    remote._select = lambda text, params=(): sent.append((text, len(rows := plain(text, params)))) or rows
+    try:
+        found = remote.search_entities(["editorial", "alice quarrington", "preface"])
+        _expect_lookup(found)
+        assert [n.id for n in found["preface"]] == [n.id for n in local.search_entities(["preface"])["preface"]]
+        lookups = [(text, n) for text, n in sent if text.startswith(("# Entities whose name", "# names_lookup with"))]
+        (first, n_first), (again, n_again) = lookups
+        assert f"LIMIT {NAMES_AT_ONCE}" in first and n_first == NAMES_AT_ONCE < SHARED
+        assert again.count(f"LIMIT {NAME_MATCHES + 1}") == 2 and n_again == 1 + NAME_MATCHES  # alice, preface
+        assert max(n for _, n in sent) <= NAMES_AT_ONCE
+        _expect_linking(remote)
+        assert link(remote, QUESTION) == link(local, QUESTION)
+    finally:
+        remote.close()
+        subprocess.run([LAUNCHER, "drop", graph], capture_output=True, timeout=120)
+
+
 @pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "values-in-text"])
 def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_path, prepared):
     """The endpoint picks each pair's sample itself (SHA-1 order) and sends

@@ -84,6 +84,7 @@ from engine.graph import (
     CANDIDATE_WINDOW,
     DEFAULT_NAME_PREDICATES,
     DEFAULT_POLICY,
+    NAME_MATCHES,
     Candidate,
     Direction,
     Node,
@@ -107,6 +108,7 @@ SORTED_MAX = 10_000  # rows Virtuoso sorts for ORDER BY ... LIMIT (MaxSortedTopR
 LISTINGS_KEPT = 20_000  # entities whose relations a process keeps (Memo)
 PAGES_KEPT = 2_000  # crowded pairs whose candidates a process keeps (Memo)
 WINDOW_AT_ONCE = 10_000  # edges past which a pair's first page is its whole window (one sort on the server)
+NAMES_AT_ONCE = 1_000  # rows of a name lookup before it is asked again key by key, each bounded
 SCHEMAS_KEPT = 20_000  # look-ahead schemas of relations, and reads of their sampled tails, a process keeps (Memo)
 
 
@@ -581,24 +583,44 @@ class SparqlGraph(SparqlReads):
     def search_entities(self, keys: Sequence[str], forms: Mapping[str, Sequence[str]] | None = None
                         ) -> dict[str, list[Node]]:
         """Exact names: each key as the user wrote it (``forms``), as it is,
-        in title case and in upper case; English or untagged."""
+        in title case and in upper case; English or untagged. One request
+        (``names_lookup``, at most NAMES_AT_ONCE rows); when a name that
+        thousands share fills it, the keys are asked again with at most
+        NAME_MATCHES + 1 entities each (``names_bounded``)."""
         keys = list(dict.fromkeys(k for k in keys if k))
         if not keys:
             return {}
-        rows = []
+        literals: dict[str, list[tuple[ox.Literal]]] = {}
         for key in keys:
             # the key's own casings first: with a written form that is one of them ahead of the key,
             # Virtuoso 7.2 took 80 ms for the same 1,002 rows it looked up in 8.5 ms in this order
-            for form in dict.fromkeys((key, key.title(), key.upper(), *(forms or {}).get(key, ()))):
-                rows += [(ox.Literal(form, language="en"),), (ox.Literal(form),)]
-        text = render("names_lookup", names=sparql_values(rows), predicates=sparql_values(self._name_terms()))
-        found: dict[str, list[str]] = {}
-        for r in self._select(text):
+            literals[key] = [row for form in dict.fromkeys((key, key.title(), key.upper(), *(forms or {}).get(key, ())))
+                             for row in ((ox.Literal(form, language="en"),), (ox.Literal(form),))]
+        predicates = sparql_values(self._name_terms())
+        text = render("names_lookup", names=sparql_values(row for rows in literals.values() for row in rows),
+                      predicates=predicates, limit=NAMES_AT_ONCE)
+        rows = self._select(text)
+        found: dict[str, dict[str, None]] = {}
+        for r in rows:
             key = name_key(r["name"].value)
-            if key in keys and r["e"].value not in found.setdefault(key, []):
-                found[key].append(r["e"].value)
+            if key in literals:
+                found.setdefault(key, {})[r["e"].value] = None
+        if len(rows) >= NAMES_AT_ONCE:  # cut short: some key may have lost entities to a common name
+            todo = [key for key in keys if len(found.get(key, ())) <= NAME_MATCHES]
+            for part in chunks(todo, UNION_BATCH):
+                branches = "\n  UNION\n  ".join(
+                    render("names_bounded_key", names=sparql_values(literals[key]), predicates=predicates,
+                           limit=NAME_MATCHES + 1, k=k).strip() for k, key in enumerate(part))
+                got: dict[int, dict[str, None]] = {}
+                for r in self._select(render("names_bounded", branches=branches)):
+                    got.setdefault(place_of(r, "k", len(part)), {})[r["e"].value] = None
+                for k, key in enumerate(part):
+                    found.pop(key, None)
+                    if k in got:
+                        found[key] = got[k]
+        found = {key: dict.fromkeys(sorted(ents)[:NAME_MATCHES + 1]) for key, ents in found.items()}
         names = self.labels([e for ents in found.values() for e in ents])
-        return {k: [Node(e, names.get(e, local_name(e))) for e in sorted(v)] for k, v in found.items()}
+        return {k: [Node(e, names.get(e, local_name(e))) for e in v] for k, v in found.items()}
 
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
                over: int = 0, size: int = 5, through: bool = True) -> list[Candidate]:

@@ -57,6 +57,7 @@ from engine.backends.neo4j.session import Neo4jSession
 from engine.graph import (
     CANDIDATE_WINDOW,
     DEFAULT_POLICY,
+    NAME_MATCHES,
     Candidate,
     Direction,
     KnowledgeGraph,
@@ -353,12 +354,13 @@ class Neo4jKG(KnowledgeGraph):
                         ) -> dict[str, list[Node]]:
         # the name index holds every name by its key: ``forms`` adds nothing
         wanted = list(dict.fromkeys(k for k in keys if k))
-        found: dict[str, list[str]] = {}
+        found: dict[str, list[Node]] = {}
         for part in chunks(wanted, BATCH):
-            for row in self._run("names_lookup", keys=list(part)):
-                found[row["key"]] = sorted(row["entities"])
-        names = self.labels([e for ents in found.values() for e in ents])
-        return {k: [Node(e, names.get(e, local_name(e))) for e in v] for k, v in found.items()}
+            for row in self._run("names_lookup", keys=list(part), most=NAME_MATCHES + 1):
+                if row["entities"]:
+                    found[row["key"]] = [Node(e, name if name is not None else local_name(e))
+                                         for e, name in sorted(row["entities"], key=lambda x: x[0])]
+        return found
 
     def relation_counts(self) -> list[tuple[str, int]]:
         counts = []

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from engine.graph import NAME_MATCHES
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS names (key TEXT NOT NULL, entity TEXT NOT NULL, source TEXT NOT NULL);
@@ -26,6 +27,9 @@ CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 KEY_INDEX = "CREATE INDEX IF NOT EXISTS names_key ON names(key)"
 LOOKUP_BATCH = 500
+# each key's first entities by the key's index (a DISTINCT with a LIMIT stops there), in one statement
+LOOKUP = """SELECT k.value, (SELECT json_group_array(entity) FROM
+    (SELECT DISTINCT entity FROM names WHERE key = k.value LIMIT ?)) FROM json_each(?) k"""
 NAMES_COUNTED = "names_counted"  # the setting that keeps ``count``'s answer
 
 
@@ -92,15 +96,16 @@ class NameIndex:
         self.db.execute("DELETE FROM loads WHERE source = ?", (source,))
         self.db.commit()
 
-    def lookup(self, keys: Sequence[str]) -> dict[str, list[str]]:
-        found: dict[str, set[str]] = defaultdict(set)
+    def lookup(self, keys: Sequence[str], most: int = NAME_MATCHES + 1) -> dict[str, list[str]]:
+        """The entities each key names (those with any), sorted; at most
+        ``most`` a key, so a name thousands share costs ``most`` rows."""
+        found: dict[str, list[str]] = {}
         for i in range(0, len(keys), LOOKUP_BATCH):
-            part = list(keys[i:i + LOOKUP_BATCH])
-            marks = ",".join("?" * len(part))
-            for key, entity in self.db.execute(
-                    f"SELECT key, entity FROM names WHERE key IN ({marks})", part):  # noqa: S608 (marks only)
-                found[key].add(entity)
-        return {k: sorted(v) for k, v in found.items()}
+            part = json.dumps(list(keys[i:i + LOOKUP_BATCH]))
+            for key, entities in self.db.execute(LOOKUP, (most, part)):
+                if entities != "[]":
+                    found[key] = sorted(json.loads(entities))
+        return found
 
     def count(self) -> int:
         """Distinct (name, entity) rows: counted once, then kept until names change."""
