@@ -1,10 +1,10 @@
-"""A name that thousands of entities share (Wikidata has some hundred
-thousand articles titled "Editorial"; common personal names are shared by
-hundreds) is a hub of the name index. It is looked up for at most
+"""A name that thousands of entities share (Wikidata has thousands of
+articles titled "Editorial"; common personal names are shared by hundreds)
+is a hub of the name index. It is looked up for at most
 NAME_MATCHES + 1 entities on every backend, by the store's own count of
 what it read: linking starts from the question's other names, a topic given
 by such a name is one clear error, `tog entity` lists some of them, and a
-load that adds one more of them finds its row by name and entity, not among
+load that adds one more of them finds its row by its entity, not among
 all the others. A name shared by exactly NAME_MATCHES entities is still
 taken whole. (The SPARQL endpoint's side is in ``test_sparql.py``.)"""
 
