@@ -36,6 +36,12 @@ def sparql_term(term: object) -> str:
     return str(term)
 
 
+def sparql_union(blocks: Iterable[str]) -> str:
+    """Rendered group patterns as the branches of one SPARQL ``UNION`` (a
+    query's ``{{branches}}``), one per line."""
+    return "\n  UNION\n  ".join(blocks)
+
+
 def sparql_values(rows: Iterable[Sequence[object]]) -> str:
     """Rows of pyoxigraph terms (NamedNode, Literal, ...) as the body of a
     SPARQL ``VALUES`` block.  Terms are validated when they are built, and

@@ -95,7 +95,7 @@ from engine.graph import (
     local_name,
     name_key,
 )
-from engine.queries import render, sparql, sparql_values
+from engine.queries import render, sparql, sparql_union, sparql_values
 from engine.store import Store
 
 __all__ = ["SCHEMES", "SparqlGraph", "is_sparql_uri", "open_sparql", "prepared_slot"]
@@ -608,7 +608,7 @@ class SparqlGraph(SparqlReads):
         if len(rows) >= NAMES_AT_ONCE:  # cut short: some key may have lost entities to a common name
             todo = [key for key in keys if len(found.get(key, ())) <= NAME_MATCHES]
             for part in chunks(todo, UNION_BATCH):
-                branches = "\n  UNION\n  ".join(
+                branches = sparql_union(
                     render("names_bounded_key", names=sparql_values(literals[key]), predicates=predicates,
                            limit=NAME_MATCHES + 1, k=k).strip() for k, key in enumerate(part))
                 got: dict[int, dict[str, None]] = {}
@@ -739,7 +739,7 @@ class SparqlGraph(SparqlReads):
                 else:
                     blocks.append(render(f"tails_page_{r.direction}", pair=sparql_values([row]),
                                          limit=size + 1, offset=offset))
-            return render("tails_page", pages="\n  UNION\n  ".join(blocks), names=names), [], part
+            return render("tails_page", pages=sparql_union(blocks), names=names), [], part
         for direction in ("out", "in"):
             group = [pair for pair in part if pair[1].direction == direction]
             for j in range(_slots(len(group)) if group else 0):
@@ -754,7 +754,7 @@ class SparqlGraph(SparqlReads):
                 else:
                     blocks.append(render(f"prepared_tails_page_{direction}", e=e, p=p, i=i, limit=size + 1,
                                          offset=offset))
-        return render("tails_page", pages="\n  UNION\n  ".join(blocks), names=names), params, slot_pairs
+        return render("tails_page", pages=sparql_union(blocks), names=names), params, slot_pairs
 
     def close(self) -> None:
         self._hang_up()

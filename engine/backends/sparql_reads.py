@@ -28,7 +28,7 @@ from engine.graph import (
     literal_value,
 )
 from engine.errors import StoreError
-from engine.queries import render, sparql, sparql_term, sparql_values
+from engine.queries import render, sparql, sparql_term, sparql_union, sparql_values
 
 BATCH = 400  # VALUES rows per query: keeps query texts small and plans simple
 UNION_BATCH = 64  # branches per query that joins a batch by UNION
@@ -170,7 +170,7 @@ class SparqlReads(KnowledgeGraph):
         (entity, direction) show, a batch of UNION branches per query."""
         out: Degrees = {}
         for part in chunks(keys, UNION_BATCH):
-            branches = "\n  UNION\n  ".join(
+            branches = sparql_union(
                 render(f"relations_bounded_{d}", e=iri_term(e), limit=limit, k=k).strip()
                 for k, (e, d) in enumerate(part))
             found: dict[int, dict[str, int]] = defaultdict(dict)
@@ -196,7 +196,7 @@ class SparqlReads(KnowledgeGraph):
     def _tails(self, part: Sequence[tuple[str, Direction]]) -> dict[int, list[str]]:
         """The sampled tails of each (relation, direction) of ``part``, by
         its place in it: one query (the batch's relations in its text)."""
-        branches = "\n  UNION\n  ".join(
+        branches = sparql_union(
             render(f"schema_tails_{d}", p=iri_term(r), read=SCHEMA_READ, limit=SCHEMA_TAILS, k=k).strip()
             for k, (r, d) in enumerate(part))
         tails: dict[int, list[str]] = defaultdict(list)

@@ -71,7 +71,7 @@ from engine.graph import (
     literal_term,
     local_name,
 )
-from engine.queries import render, sparql
+from engine.queries import render, sparql, sparql_union
 
 LISTED_BATCH = 256  # (entity, direction) pairs per listing of entities that are no hubs
 log = logging.getLogger("tog")
@@ -262,7 +262,7 @@ class OxigraphKG(SparqlReads):
             else:
                 todo.append(pair)
         for part in chunks(todo, UNION_BATCH):
-            branches = "\n  UNION\n  ".join(
+            branches = sparql_union(
                 render(f"neighbours_bounded_{r.direction}", e=iri_term(e), p=iri_term(r.id), limit=window + 1,
                        k=k).strip()
                 for k, (e, r) in enumerate(part))
