@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import uuid
+import warnings
 
 import pytest
 from conftest import REPO
@@ -43,7 +44,25 @@ def endpoint(tmp_path_factory):
     loaded = subprocess.run([str(REPO / "launcher" / "virtuoso-server"), "load", str(subset), graph],
                             capture_output=True, text=True, timeout=120)
     assert loaded.returncode == 0, loaded.stderr
-    return f"{base}?default-graph-uri={graph}", subset
+    drop_later(graph)
+    yield f"{base}?default-graph-uri={graph}", subset
+    while LOADED:
+        graph = LOADED.pop()
+        try:
+            subprocess.run([LAUNCHER, "drop", graph], capture_output=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            # (two CI runs in seven had the drop of the 200k-name graph pass 120 s, which never happened
+            # here: it no longer runs in a test, and the server's state is printed for the next look)
+            status = subprocess.run([LAUNCHER, "sql", "status('');"], capture_output=True, text=True, timeout=60)
+            warnings.warn(f"Virtuoso did not drop <{graph}> in 300 s; its status: {status.stdout[-2000:]}")
+
+
+LOADED: list[str] = []
+
+
+def drop_later(graph: str) -> None:
+    """Drop ``graph`` from the endpoint when this module's tests are done."""
+    LOADED.append(graph)
 
 
 def test_the_launcher_streams_a_big_file_into_the_graph_a_small_one_makes(endpoint):
@@ -62,7 +81,7 @@ def test_the_launcher_streams_a_big_file_into_the_graph_a_small_one_makes(endpoi
         counted = subprocess.run([LAUNCHER, "sql", f"SPARQL SELECT COUNT(*) FROM <{graph}> WHERE {{ ?s ?p ?o }};"],
                                  capture_output=True, text=True, timeout=60)
         counts.append(int(re.search(r"_{20,}\s+(\d+)\s", counted.stdout).group(1)))  # isql: the row under the rule
-        subprocess.run([LAUNCHER, "drop", graph], check=True, timeout=60)
+        drop_later(graph)
     assert said == [True, False]
     assert counts == [len(lines), len(lines)]
 
@@ -233,7 +252,7 @@ def test_the_endpoint_s_look_ahead_reads_a_bounded_part_of_a_hub(endpoint, tmp_p
     lines = [f"<{ex}fan{i}> <{ex}likes> <{ex}hub> ." for i in range(300)]
     lines += [f"<{ex}hub> <{ex}links> <{ex}n{i}> ." for i in range(2_000)]
     lines += [f"<{ex}hub> <{ex}born_in> <{ex}city> ."]
-    spec, graph, _ = loaded_both(tmp_path, lines, "ahead")
+    spec, _ = loaded_both(tmp_path, lines, "ahead")
     kg = SparqlGraph(spec, prepared=prepared)
     sent: list[tuple[str, list]] = []
     plain = kg._select
@@ -251,7 +270,6 @@ def test_the_endpoint_s_look_ahead_reads_a_bounded_part_of_a_hub(endpoint, tmp_p
         assert sorted(counted.values()) == [SCHEMA_EDGES, SCHEMA_EDGES]  # the hub out, then in
     finally:
         kg.close()
-        subprocess.run([LAUNCHER, "drop", graph], capture_output=True, timeout=120)
 
 
 def test_name_lookups_ask_only_for_the_name_predicates_the_endpoint_uses(stores):
@@ -310,15 +328,16 @@ def test_an_unreachable_endpoint_is_one_line(tog, tmp_path, monkeypatch):
 
 
 def loaded_both(tmp_path, lines, name):
-    """``lines`` (N-Triples) in a new graph of the endpoint and in an
-    embedded store: (the endpoint graph's spec, its IRI, the local KG)."""
+    """``lines`` (N-Triples) in a new graph of the endpoint (dropped when the
+    module is done) and in an embedded store: (the graph's spec, the local KG)."""
     from conftest import load_into, write_nt
 
     nt = write_nt(tmp_path / f"{name}.nt", lines)
     graph = f"http://tog.test/{uuid.uuid4().hex}"
     loaded = subprocess.run([LAUNCHER, "load", str(nt), graph], capture_output=True, timeout=120)
     assert loaded.returncode == 0, loaded.stderr
-    return f"{os.environ['TOG_SPARQL_ENDPOINT']}?default-graph-uri={graph}", graph, \
+    drop_later(graph)
+    return f"{os.environ['TOG_SPARQL_ENDPOINT']}?default-graph-uri={graph}", \
         load_into(tmp_path / f"local-{name}", nt)[0].kg
 
 
@@ -338,7 +357,7 @@ def test_the_endpoint_finds_a_name_as_the_question_writes_it(endpoint, tmp_path)
     lines = [f'<{ex}robson> <{label}> "Mark Robson" .']
     for key, name in films.items():
         lines += [f'<{ex}{key}> <{label}> "{name}" .', f"<{ex}{key}> <{ex}directed_by> <{ex}robson> ."]
-    spec, _, local = loaded_both(tmp_path, lines, "names")
+    spec, local = loaded_both(tmp_path, lines, "names")
     remote = SparqlGraph(spec)
     try:
         for question, film in [("who directed [Lanterns of the Old Quay]", "valley"),
@@ -364,7 +383,7 @@ def test_the_endpoint_reads_a_name_thousands_share_no_further_than_the_cap(endpo
     from engine.graph import NAME_MATCHES
     from engine.linking import link
 
-    spec, graph, local = loaded_both(tmp_path, shared_lines() + small_lines(), "namehub")
+    spec, local = loaded_both(tmp_path, shared_lines() + small_lines(), "namehub")
     remote = SparqlGraph(spec)
     sent: list[tuple[str, int]] = []
     plain = remote._select
@@ -382,7 +401,6 @@ def test_the_endpoint_reads_a_name_thousands_share_no_further_than_the_cap(endpo
         assert link(remote, QUESTION) == link(local, QUESTION)
     finally:
         remote.close()
-        subprocess.run([LAUNCHER, "drop", graph], capture_output=True, timeout=120)
 
 
 @pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "values-in-text"])
@@ -420,8 +438,7 @@ def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_pa
         lines.append(f"<{ex}star> <{ex}knows> <{ex}fan{i}> .")
         if i % 3:
             lines.append(f'<{ex}fan{i}> <{label}> "Fan {i}" .')
-    spec, graph, local = loaded_both(tmp_path, lines, "hub")
-    launcher = LAUNCHER
+    spec, local = loaded_both(tmp_path, lines, "hub")
     remote = SparqlGraph(spec, prepared=prepared, memo=False)  # every expansion pages (what a process keeps: below)
     assert remote.prepared is prepared
     sent: list[set[str]] = []  # the distinct neighbours in each answer
@@ -488,7 +505,6 @@ def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_pa
         assert remote.labels([film, f"{ex}actor1"]) == local.labels([film, f"{ex}actor1"]) != {}
     finally:
         remote.close()
-        subprocess.run([launcher, "drop", graph], capture_output=True, timeout=120)
 
 
 @pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "values-in-text"])
@@ -513,7 +529,7 @@ def test_a_process_has_the_endpoint_sort_a_crowded_pair_and_list_a_hub_once(endp
     for i in range(3):
         lines.append(f"<{ex}film> <{ex}directed> <{ex}director{i}> .")
         lines.append(f'<{ex}director{i}> <{label}> "Director {i}" .')
-    spec, graph, local = loaded_both(tmp_path, lines, "kept")
+    spec, local = loaded_both(tmp_path, lines, "kept")
     remote, forgetful = SparqlGraph(spec, prepared=prepared), SparqlGraph(spec, prepared=prepared, memo=False)
     film = f"{ex}film"
     starring, directed = (film, Relation(f"{ex}starring", "out")), (film, Relation(f"{ex}directed", "out"))
@@ -573,7 +589,6 @@ def test_a_process_has_the_endpoint_sort_a_crowded_pair_and_list_a_hub_once(endp
     finally:
         remote.close()
         forgetful.close()
-        subprocess.run([LAUNCHER, "drop", graph], capture_output=True, timeout=120)
 
 
 def test_the_memo_keeps_the_most_recently_used():
