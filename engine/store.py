@@ -188,6 +188,11 @@ class BulkSink(Protocol):
         """Queue (entity IRI, name key) pairs for the linking index; how many."""
         ...
 
+    def show(self, rows: Iterable[tuple[str, int, str]], source: str) -> None:
+        """Queue (entity IRI, rank, name) rows of English and untagged names,
+        for a store that keeps each node's shown name apart (``common.name_rank``)."""
+        ...
+
     def commit(self, source: str, checkpoint: LoadCheckpoint) -> None:
         """Make what was written durable and record the checkpoint."""
         ...

@@ -135,8 +135,11 @@ def load_file(
     started = time.perf_counter()
     report.resumed_triples = report.triples
     bar = _Progress(path, progress)
-    job = _Job(sink, path, fmt, sid, report, bar, frozenset(name_predicates), tuple(name_langs), max_errors,
-               delimiter, chunk_bytes, segment_lines)
+    # each name predicate's place among the store's (its names' rank, ``common.name_rank``)
+    places = {p: i for i, p in enumerate(sink.name_predicates)}
+    places.update({p: len(places) + i for i, p in enumerate(p for p in name_predicates if p not in places)})
+    job = _Job(sink, path, fmt, sid, report, bar, places, tuple(name_langs), max_errors, delimiter, chunk_bytes,
+               segment_lines)
     sink.begin()
     try:
         if fmt in LINE_FORMATS:
@@ -182,22 +185,24 @@ class _Job:
     sid: str  # the source's id in checkpoints (``source_id``)
     report: LoadReport
     bar: _Progress
-    predicates: frozenset[str]  # name predicates
+    predicates: dict[str, int]  # name predicates, each with its place among the store's
     langs: tuple[str, ...]  # languages of the names indexed
     max_errors: int
     delimiter: str | None
     chunk_bytes: int
     segment_lines: int
 
-    def names(self, pairs) -> int:
+    def names(self, named: rdf.Named) -> int:
+        """Queue a piece's names: its shown names, and its linking keys; how many keys."""
         # a relation's label (a Wikidata subset writes wdt:P19's) names no entity; a name
         # longer than anyone types is shown but not indexed for linking (counted apart)
         kept = []
-        for e, k in pairs:
+        for e, k in named.keys:
             if len(k) > MAX_NAME_KEY:
                 self.report.unindexed += 1
             elif not names_a_relation(e):
                 kept.append((e, k))
+        self.sink.show(named.shown, self.sid)
         return self.sink.names(kept, self.sid)
 
     def checkpoint(self, complete: bool = False) -> None:
@@ -409,7 +414,7 @@ def _load_lines(job: _Job, start_line: int) -> None:
     delimiter = (job.delimiter or triples.file_delimiter(path, fmt)) if delimited else None
 
     def converter() -> triples.Converter | None:
-        return triples.Converter(fmt, delimiter, job.sink.max_term_bytes) if delimited else None
+        return triples.Converter(fmt, delimiter, job.sink.max_term_bytes, job.predicates) if delimited else None
 
     convert = converter()
     stream = open_binary(path)

@@ -10,11 +10,13 @@ languages asked for (English and untagged by default).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
-from engine.graph import name_key, name_keys
+from engine.backends.common import SHOWN_RANK, lang_rank
+from engine.graph import name_keys
 
 OX_FORMATS = {
     "nt": ox.RdfFormat.N_TRIPLES,
@@ -38,16 +40,47 @@ def wanted_lang(lit: ox.Literal, langs: Sequence[str]) -> bool:
     return any(lang == w or (w and lang.startswith(w + "-")) for w in langs)
 
 
-def name_pairs(quads: Iterable[ox.Quad], predicates: frozenset[str], langs: Sequence[str]) -> list[tuple[str, str]]:
-    """(entity IRI, normalised name) for every name quad in a wanted language."""
-    out = []
-    for q in quads:
-        if q.predicate.value in predicates and isinstance(q.object, ox.Literal) \
-                and isinstance(q.subject, ox.NamedNode) and wanted_lang(q.object, langs):
-            key = name_key(q.object.value)
-            if key:
-                out.append((q.subject.value, key))
+@dataclass(slots=True)
+class Named:
+    """The names a piece of a load states: (entity IRI, normalised name)
+    pairs for the linking index, in the languages asked for; and (entity
+    IRI, rank, name) rows of the English and untagged names, among which a
+    store shows a node (``engine.backends.common.name_rank``)."""
+
+    keys: list[tuple[str, str]] = field(default_factory=list)
+    shown: list[tuple[str, int, str]] = field(default_factory=list)
+
+
+def named_rows(entities: list[str], texts: list[str], marks: list[tuple[bool, int]]) -> Named:
+    """``Named`` of parallel lists: each name's entity, text and (indexed?, rank or -1 when not shown)."""
+    out = Named()
+    keys, shown = out.keys, out.shown
+    for e, text, key, (indexed, rank) in zip(entities, texts, name_keys(texts), marks):
+        if indexed and key:
+            keys.append((e, key))
+        if rank >= 0:
+            shown.append((e, rank, text))
     return out
+
+
+def shown_base(lang: str | None) -> int:
+    """A name's rank without its predicate's place (``name_rank``), or -1 for a language not shown."""
+    r = lang_rank(lang)
+    return r * 100 if r < SHOWN_RANK else -1
+
+
+def name_pairs(quads: Iterable[ox.Quad], predicates: Mapping[str, int], langs: Sequence[str]) -> Named:
+    """The names of the name quads (``predicates``: each name predicate's place)."""
+    entities, texts, marks = [], [], []
+    for q in quads:
+        place = predicates.get(q.predicate.value)
+        if place is not None and isinstance(q.object, ox.Literal) and isinstance(q.subject, ox.NamedNode):
+            indexed, base = wanted_lang(q.object, langs), shown_base(q.object.language)
+            if indexed or base >= 0:
+                entities.append(q.subject.value)
+                texts.append(q.object.value)
+                marks.append((indexed, base + place if base >= 0 else -1))
+    return named_rows(entities, texts, marks)
 
 
 def parse_with_errors(data, fmt: ox.RdfFormat, first_line: int = 1) -> Iterator[ox.Quad | tuple[int, str]]:
@@ -85,21 +118,21 @@ class NameScanner:
     # a name line without a backslash (lines with escapes go through the real parser)
     _PLAIN = re.compile(rb'^<([^<>"\s]*)>[ \t]+<([^<>\s]*)>[ \t]+"([^"\n]*)"(?:@([A-Za-z0-9-]+))?', re.M)
 
-    def __init__(self, predicates: frozenset[str], langs: Sequence[str]) -> None:
+    def __init__(self, predicates: Mapping[str, int], langs: Sequence[str]) -> None:
         self.predicates, self.langs = predicates, tuple(langs)
-        self.wanted = {p.encode() for p in predicates}
+        self.wanted = {p.encode(): place for p, place in predicates.items()}
         alternatives = b"|".join(re.escape(p.encode()) for p in sorted(predicates))
         self.find = re.compile(rb">[ \t]+<(?:" + alternatives + rb')>[ \t]+"')
         # a block without any predicate's last characters has no name: one
         # substring test per distinct ending is cheaper than the expression
         self.endings = sorted({p.encode()[-4:] + b">" for p in predicates})
-        self._accepted: dict[bytes, bool] = {}  # language tag -> indexed?
+        self._accepted: dict[bytes, tuple[bool, int]] = {}  # language tag -> (indexed?, shown_base)
 
-    def _wanted_lang(self, lang: bytes) -> bool:
-        if not lang:
-            return "" in self.langs
+    def _lang(self, lang: bytes) -> tuple[bool, int]:
         tag = lang.decode("ascii").lower()
-        return any(tag == w or (w and tag.startswith(w + "-")) for w in self.langs)
+        langs = self.langs
+        indexed = ("" in langs) if not tag else any(tag == w or (w and tag.startswith(w + "-")) for w in langs)
+        return indexed, shown_base(tag)
 
     def lines(self, data: bytes) -> list[bytes]:
         """The lines of ``data`` that may state a name."""
@@ -112,10 +145,10 @@ class NameScanner:
             out.append(data[start:end if end >= 0 else len(data)])
         return out
 
-    def parse(self, lines: list[bytes]) -> list[tuple[str, str]]:
-        """(entity IRI, normalised name) of name lines in a wanted language."""
+    def parse(self, lines: list[bytes]) -> Named:
+        """The names of name lines (``Named``)."""
         if not lines:
-            return []
+            return Named()
         plain = [line for line in lines if b"\\" not in line]
         slow = [line for line in lines if b"\\" in line] if len(plain) < len(lines) else []
         rows = self._PLAIN.findall(b"\n".join(plain))
@@ -129,25 +162,28 @@ class NameScanner:
                     slow.append(line)
                 else:
                     rows.append(m.groups())
-        subjects, texts = [], []
+        subjects, texts, marks = [], [], []
         accepted = self._accepted
         wanted = self.wanted
         for subject, predicate, text, lang in rows:
             ok = accepted.get(lang)
             if ok is None:
-                ok = accepted[lang] = self._wanted_lang(lang)
-            if ok and predicate in wanted:
+                ok = accepted[lang] = self._lang(lang)
+            place = wanted.get(predicate)
+            if place is not None and (ok[0] or ok[1] >= 0):
                 subjects.append(subject)
                 texts.append(text)
-        out = list(zip(b"\n".join(subjects).decode("utf-8", "replace").split("\n"),
-                       name_keys(b"\n".join(texts).decode("utf-8", "replace").split("\n")))) if subjects else []
-        out = [(e, k) for e, k in out if k]
+                marks.append((ok[0], ok[1] + place if ok[1] >= 0 else -1))
+        out = named_rows(b"\n".join(subjects).decode("utf-8", "replace").split("\n"),
+                         b"\n".join(texts).decode("utf-8", "replace").split("\n"), marks) if subjects else Named()
         for line in slow:
             try:
-                out.extend(name_pairs(ox.parse(line + b"\n", ox.RdfFormat.N_TRIPLES), self.predicates, self.langs))
+                more = name_pairs(ox.parse(line + b"\n", ox.RdfFormat.N_TRIPLES), self.predicates, self.langs)
             except SyntaxError:
-                pass  # not a statement: the bulk loader reports the bad line
+                continue  # not a statement: the bulk loader reports the bad line
+            out.keys.extend(more.keys)
+            out.shown.extend(more.shown)
         return out
 
-    def pairs(self, data: bytes) -> list[tuple[str, str]]:
+    def pairs(self, data: bytes) -> Named:
         return self.parse(self.lines(data))

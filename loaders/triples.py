@@ -8,9 +8,12 @@ same node and loading a file twice adds nothing.
 from __future__ import annotations
 
 import csv
+from collections.abc import Mapping
 from urllib.parse import quote
 
-from engine.graph import ENTITY_NS, RDFS_LABEL, RELATION_NS, name_keys
+from engine.backends.common import name_rank
+from engine.graph import ENTITY_NS, RDFS_LABEL, RELATION_NS
+from loaders.rdf import named_rows
 
 LABEL = f"<{RDFS_LABEL}>"
 
@@ -66,16 +69,20 @@ class Converter:
     triple and a row for the linking index) only the first time the load
     meets it: a name said on many lines is written once."""
 
-    def __init__(self, fmt: str, delimiter: str | None, max_term_bytes: int | None = None) -> None:
+    def __init__(self, fmt: str, delimiter: str | None, max_term_bytes: int | None = None,
+                 name_predicates: Mapping[str, int] | None = None) -> None:
         self.fmt = fmt
+        # the rank of the names it writes (rdfs:label, untagged), or -1 when the store does not take them as names
+        place = (name_predicates or {RDFS_LABEL: 0}).get(RDFS_LABEL)
+        self.label_rank = -1 if place is None else name_rank(None, place)
         self.max_iri = max_term_bytes or 0  # IRIs are ASCII: characters are bytes
         self.delim = delimiter or ("\t" if fmt == "tsv" else "," if fmt == "csv" else "|")
         self.iris: dict[str, str] = {}  # node text -> IRI, for the texts named in this load
         self.relations: dict[str, str] = {}
 
     def __call__(self, lines: list[bytes], first: int):
-        """``(data, names, triples, bad)``: N-Triples bytes, (IRI, key) pairs
-        for the linking index (new ones only), the number of triples in the
+        """``(data, names, triples, bad)``: N-Triples bytes, the names
+        (``rdf.Named``) of the new nodes only, the number of triples in the
         data (one per good line, one per name label), and (line number,
         reason) of each bad line."""
         delim, csv_format = self.delim, self.fmt == "csv"
@@ -143,8 +150,8 @@ class Converter:
             count += 1
         bad.sort()
         out.extend(f"<{iri}> {LABEL} {_literal(label)} .\n" for iri, label in new)
-        keys = name_keys([label for _, label in new])
-        return "".join(out).encode("utf-8"), [(iri, k) for (iri, _), k in zip(new, keys)], count + len(new), bad
+        named = named_rows([iri for iri, _ in new], [label for _, label in new], [(True, self.label_rank)] * len(new))
+        return "".join(out).encode("utf-8"), named, count + len(new), bad
 
 
 def convert(lines: list[bytes], first: int, fmt: str, delimiter: str | None):

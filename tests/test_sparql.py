@@ -403,6 +403,24 @@ def test_the_endpoint_reads_a_name_thousands_share_no_further_than_the_cap(endpo
         remote.close()
 
 
+def test_the_endpoint_shows_the_name_the_embedded_store_shows(endpoint, tmp_path):
+    """``test_shown_names.py``'s nodes: of equal ranks the lower text, English
+    of a region before untagged, the name predicates' order, other languages
+    only when there is nothing else; whatever order the server's rows come in."""
+    from test_shown_names import expected, many_lines, special_lines
+
+    from engine.backends.sparql import SparqlGraph
+
+    spec, local = loaded_both(tmp_path, many_lines()[:3_000] + special_lines(), "shown")
+    remote = SparqlGraph(spec)
+    try:
+        ids = list(expected())
+        assert remote.labels(ids) == local.labels(ids)
+        assert len(local.labels(ids)) > 10
+    finally:
+        remote.close()
+
+
 @pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "values-in-text"])
 def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_path, prepared):
     """The endpoint picks each pair's sample itself (SHA-1 order) and sends

@@ -44,6 +44,18 @@ def lang_rank(lang: str | None) -> int:
     return 3
 
 
+# Names in these languages (lang_rank below SHOWN_RANK: English, en-*, untagged) are the ones the
+# embedded store keeps a node's shown name among; a node with none is read (see OxigraphKG.labels)
+SHOWN_RANK = 3
+
+
+def name_rank(lang: str | None, order: int) -> int:
+    """A name's rank among a node's names, lower shown first: its language's
+    ``lang_rank``, then its predicate's place among the name predicates. Of
+    equal ranks, the lower text (code point order) is shown, on every backend."""
+    return lang_rank(lang) * 100 + order
+
+
 # A crowded pair with more edges than this is sampled by the load (with the summaries), never
 # by the first question that expands it: a store sorts about 8 µs an edge inside a query
 # (a 1M-edge pair, a real KG's (male, gender), 10-12 s on the embedded store). It is the hub

@@ -109,13 +109,14 @@ class SparqlReads(KnowledgeGraph):
 
     def _pick_names(self, rows: Iterable[tuple[str, str | None, object]]) -> dict[str, str]:
         """Best name per id from (id, name predicate, literal) rows: English
-        first, then the order of the name predicates."""
+        first, then the order of the name predicates, then the lower text
+        (``common.name_rank``: whatever order the rows come in)."""
         order = {p: i for i, p in enumerate(self.name_predicates)}
-        best: dict[str, tuple[tuple[int, int], str]] = {}
+        best: dict[str, tuple[tuple[int, int, str], str]] = {}
         for key, pred, lit in rows:
             if not isinstance(lit, ox.Literal) or pred is None:
                 continue
-            rank = (lang_rank_of(lit), order.get(pred, 99))
+            rank = (lang_rank_of(lit), order.get(pred, 99), lit.value)
             if key not in best or rank < best[key][0]:
                 best[key] = (rank, lit.value)
         return {k: v[1] for k, v in best.items()}

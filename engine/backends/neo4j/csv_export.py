@@ -130,7 +130,7 @@ class Neo4jCsvExport(PendingWrites):
             known.setdefault(e, None)
         for entity, name, rank in name_rows:
             best = known.get(entity)
-            if best is None or rank < best[0]:
+            if best is None or (rank, name) < best:
                 known[entity] = (rank, name)
         self._values.update(value_rows)
         for key, entity, source in names:

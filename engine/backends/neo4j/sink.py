@@ -24,7 +24,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from engine.backends.common import chunks, lang_rank, merged_sample, sample_hash, term_too_long
+from engine.backends.common import chunks, merged_sample, name_rank, sample_hash, term_too_long
 from engine.backends.neo4j.session import Neo4jSession
 from engine.errors import StoreError
 from engine.queries import cypher
@@ -86,7 +86,7 @@ def split_quads(quads: Iterable[ox.Quad], name_predicates: Sequence[str]):
         entities.add(s.value)
         if isinstance(o, ox.Literal):
             if p in order:
-                name_rows.append([s.value, o.value, lang_rank(o.language) * 100 + order[p]])
+                name_rows.append([s.value, o.value, name_rank(o.language, order[p])])
                 continue
             parts = literal_parts(o)
             value_rows[parts[0]] = parts
@@ -124,6 +124,10 @@ class PendingWrites:
         rows = [(k, e, source) for e, k in pairs if k]
         self._pending_names.extend(rows)
         return len(rows)
+
+    def show(self, rows: Iterable[tuple[str, int, str]], source: str) -> None:
+        """Nothing to queue: a node's shown name is a property, the best of its
+        name triples (all of them, as they are written: ``split_quads``)."""
 
     def discard(self) -> None:
         self._pending.clear()
@@ -343,8 +347,8 @@ class Neo4jSink(PendingWrites):
         chunk names them."""
         entities, name_rows, value_rows, edges, value_edges = split_quads(quads, self.session.name_predicates)
         best: dict[str, list] = {}
-        for row in name_rows:  # the chunk's best name per entity (the first of equals)
-            if row[0] not in best or row[2] < best[row[0]][2]:
+        for row in name_rows:  # the chunk's best name per entity (of equal ranks, the lower text)
+            if row[0] not in best or (row[2], row[1]) < (best[row[0]][2], best[row[0]][1]):
                 best[row[0]] = row
         cache = self._node_ids
         known = {e: cache[e] for e in entities if e in cache and e not in best}

@@ -60,7 +60,10 @@ class OxigraphCorrections:
         self.db.store.extend([fact_quad(f) for f in add])
         from engine.backends.oxigraph.kg import OxigraphKG
 
-        OxigraphKG(self.db).refresh([*remove, *add])
+        kg = OxigraphKG(self.db)
+        kg.refresh([*remove, *add])
+        names = set(self.db.name_predicates)
+        kg.reshow(s for s, r, _ in [*remove, *add] if r in names)  # a name fact: the shown name follows
 
     def _name(self, c: Correction, on: bool) -> None:
         """The entities ``c`` made get (or lose) their name and its linking
@@ -76,6 +79,7 @@ class OxigraphCorrections:
             for q in quads:
                 self.db.store.remove(q)
         keys = name_keys([n for _, n in c.named])
+        # (no shown-name rows: a node the table lacks is shown from its names in the KG, and a new one has one)
         self.db.index.replace_source(f"correction:{c.id}", [(e, k) for (e, _), k in zip(c.named, keys)] if on else [])
 
     def apply(self, c: Correction) -> Correction:

@@ -38,12 +38,15 @@ from engine.backends.common import (
     SCHEMA_EDGES,
     SCHEMA_READ,
     SCHEMA_TAILS,
+    SHOWN_RANK,
     Found,
     chunks,
     crowd_cap,
     informative,
     label_relations,
+    lang_rank,
     look_through,
+    name_rank,
     nothing_behind,
     sample_key,
     select_candidates,
@@ -58,7 +61,7 @@ from engine.backends.oxigraph.summaries import (
     build,
     sample_big,
 )
-from engine.backends.sparql_reads import UNION_BATCH, SparqlReads, iri_rows, iri_term, node_id, values
+from engine.backends.sparql_reads import BATCH, UNION_BATCH, SparqlReads, iri_rows, iri_term, node_id, values
 from engine.graph import (
     CANDIDATE_WINDOW,
     DEFAULT_POLICY,
@@ -69,6 +72,7 @@ from engine.graph import (
     RelationPolicy,
     is_literal,
     literal_term,
+    literal_value,
     local_name,
 )
 from engine.queries import render, sparql, sparql_union
@@ -88,6 +92,8 @@ class OxigraphKG(SparqlReads):
         self.made = {"hubs": 0, "crowded_pairs": 0}  # summaries this process had to make
         self._checked: object = None  # the generation whose hub summaries were found fresh (or built)
         self._checking = threading.Lock()
+        self._shown = False  # the shown-name table found complete (it stays so)
+        self._shown_noted = False
 
     @property
     def name_predicates(self) -> tuple[str, ...]:
@@ -268,23 +274,23 @@ class OxigraphKG(SparqlReads):
                 for k, (e, r) in enumerate(part))
             found: dict[int, dict[str, None]] = defaultdict(dict)
             blanks: dict[int, set[str]] = defaultdict(set)
-            name_rows: dict[int, list] = defaultdict(list)
-            for row in self._select(render("neighbours_bounded", branches=branches, names=values(self._name_terms()))):
+            for row in self._select(render("neighbours_bounded", branches=branches)):
                 k, x = int(row["k"].value), row["x"]
                 if isinstance(x, ox.BlankNode):  # no place in the sample order (tog's loads rename them; other writers may not)
                     blanks[k].add(x.value)
                     continue
-                xid = node_id(x)
-                found[k][xid] = None
-                if row["np"] is not None:
-                    name_rows[k].append((xid, row["np"].value, row["name"]))
+                found[k][node_id(x)] = None
+            whole = []
             for k, pair in enumerate(part):
                 xs = list(found.get(k, {}))
                 if len(xs) + len(blanks.get(k, ())) > window:  # the window filled: more may follow, blank or not
                     degree[pair], ordered[pair] = self._sample(key[pair], max(window, SAMPLE_KEEP))
                 else:
                     degree[pair], ordered[pair] = len(xs), sorted(xs, key=sample_key)
-                    known[pair] = self._pick_names(name_rows.get(k, []))
+                    whole.append(pair)
+            names = self.labels([x for pair in whole for x in ordered[pair] if not is_literal(x)])
+            for pair in whole:
+                known[pair] = {x: names[x] for x in ordered[pair] if x in names}
         return ordered, degree, known
 
     def _sample(self, key: Key, keep: int) -> tuple[int, list[str]]:
@@ -302,6 +308,71 @@ class OxigraphKG(SparqlReads):
         self.summaries.set_sample(key, degree, sample)
         self.made["crowded_pairs"] += 1
         return degree, sample
+
+    # -- names ----------------------------------------------------------------------
+    def labels(self, ids: Sequence[str]) -> dict[str, str]:
+        """Shown names from the store's table of them (one index seek a node,
+        however many languages name it); a node without an English or untagged
+        name is read from the KG (its names in other languages), as is every
+        node of a store made before the table, until it is filled."""
+        out = {i: literal_value(i) for i in ids if is_literal(i)}
+        iris = [i for i in dict.fromkeys(ids) if not is_literal(i)]
+        if iris and self._shown_ready():
+            with self.meter.timing():
+                found = self.db.index.shown(iris)
+            out.update(found)
+            iris = [i for i in iris if i not in found]
+        if iris:
+            out.update(super().labels(iris))
+        return out
+
+    def _shown_ready(self) -> bool:
+        """Whether the shown-name table is complete; a store made before it
+        has it filled now, once (a read-only view reads the KG until then)."""
+        if self._shown:
+            return True
+        index = self.db.index
+        if not index.shown_complete():
+            if self.db.read_only:
+                if not self._shown_noted:
+                    self._shown_noted = True
+                    log.info(f"note: {self.db.name} was made by an older tog and keeps no shown names yet; this "
+                             "view reads each node's names from the KG until a process that may write it makes them")
+                return False
+            with self._checking:
+                if not index.shown_complete():
+                    self._fill_shown()
+        self._shown = True
+        return True
+
+    def _fill_shown(self) -> None:
+        """Fill the shown-name table from the KG's English and untagged names (a
+        store made before it): one pass over the names, committed at once."""
+        log.info(f"making the shown names of {self.db.name} once (it was made by an older tog) ...")
+        started = time.perf_counter()
+        order = {p: i for i, p in enumerate(self.name_predicates)}
+        rows = [(r["e"].value, name_rank(r["name"].language, order.get(r["np"].value, 99)), r["name"].value)
+                for r in self._select(render("shown_all", names=values(self._name_terms())))]
+        seconds = time.perf_counter() - started
+        self.db.index.fill_shown(rows, f"once, on first use ({len(rows):,} names read in {seconds:.1f} s)")
+        log.info(f"shown names: {len(rows):,} read in {seconds:.1f} s")
+
+    def reshow(self, entities: Iterable[str]) -> None:
+        """Bring the shown names of ``entities`` up to date with the KG (after
+        a correction changed their names): their names are read (a bounded
+        read, theirs only) and their table rows replaced. Idempotent."""
+        entities = list(dict.fromkeys(entities))
+        if not entities or not self.db.index.shown_complete():
+            return  # (a table not filled yet is filled from the KG as it will be)
+        order = {p: i for i, p in enumerate(self.name_predicates)}
+        rows = []
+        for part in chunks(entities, BATCH):
+            text = render("labels", entities=iri_rows(part), names=values(self._name_terms()))
+            for r in self._select(text):
+                name = r["name"]
+                if r["np"] is not None and isinstance(name, ox.Literal) and lang_rank(name.language) < SHOWN_RANK:
+                    rows.append((r["e"].value, name_rank(name.language, order.get(r["np"].value, 99)), name.value))
+        self.db.index.reshow(entities, rows, "kg")
 
     # -- the rest ------------------------------------------------------------------
     def search_entities(self, keys: Sequence[str], forms: Mapping[str, Sequence[str]] | None = None
@@ -350,7 +421,7 @@ class OxigraphKG(SparqlReads):
     def stats(self) -> dict:
         triples = sum(n for _, n in self.relation_counts())
         made = self.summaries.counts()
-        return {"triples": triples, "names": self.db.index.count(),
+        return {"triples": triples, "names": self.db.index.count(), "shown names": self.db.index.shown_how(),
                 "hubs summarised": made["hubs"], "crowded pairs sampled": made["crowded_pairs"],
                 "relations with a look-ahead schema": made["schema_relations"],
                 "summaries": summary_text(self.summaries.state())}

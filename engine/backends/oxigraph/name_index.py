@@ -1,11 +1,17 @@
 """The embedded store's side tables in SQLite: the entity-name index used for
-linking, load checkpoints and settings.
+linking, the names nodes are shown by, load checkpoints and settings.
 
 Why not in Oxigraph: one key quad per name costs the bulk loader as much as
 the name itself (at 10M triples with 1M names, +6.8 s on a 36 s load),
 while SQLite takes the same rows in about 1.3 s.  Names of a load segment
 and that segment's checkpoint are written in one SQLite transaction, so a
 killed load never leaves names without their checkpoint or the reverse.
+
+Shown names: a node of a multilingual dump may have hundreds of names (a
+country's labels), of which one is shown.  Reading them all each time a
+node is shown reads hundreds of rows a node; ``shown`` keeps, by load
+batch, each node's best English or untagged name (``common.name_rank``),
+and a node's shown name is its lowest row: one index seek.
 """
 
 from __future__ import annotations
@@ -24,8 +30,15 @@ CREATE TABLE IF NOT EXISTS loads (
     triples INTEGER NOT NULL DEFAULT 0, skipped INTEGER NOT NULL DEFAULT 0,
     complete INTEGER NOT NULL DEFAULT 0, names INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS shown (entity TEXT NOT NULL, rank INTEGER NOT NULL, name TEXT NOT NULL,
+    source TEXT NOT NULL);
 """
 KEY_INDEX = "CREATE INDEX IF NOT EXISTS names_key ON names(key)"
+SHOWN_INDEX = "CREATE INDEX IF NOT EXISTS shown_entity ON shown(entity, rank, name)"
+# each node's lowest row (its first entry in the index), in one statement
+SHOWN = """SELECT j.value, (SELECT name FROM shown WHERE entity = j.value ORDER BY rank, name LIMIT 1)
+    FROM json_each(?) j"""
+SHOWN_COMPLETE = "shown_complete"  # the setting that says ``shown`` holds every node's shown name
 LOOKUP_BATCH = 500
 # each key's first entities by the key's index (a DISTINCT with a LIMIT stops there), in one statement
 LOOKUP = """SELECT k.value, (SELECT json_group_array(entity) FROM
@@ -46,11 +59,15 @@ class NameIndex:
         self.db = sqlite3.connect(str(path) if path is not None else ":memory:", check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
+        tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         self.db.executescript(SCHEMA)
+        if "names" not in tables:  # a new store: every name it gets is shown through the table
+            self.set(SHOWN_COMPLETE, "by the loads, as they index names")
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(loads)")}
         if "names" not in columns:  # a store made before loads counted names
             self.db.execute("ALTER TABLE loads ADD COLUMN names INTEGER NOT NULL DEFAULT 0")
         self.db.execute(KEY_INDEX)
+        self.db.execute(SHOWN_INDEX)
         self.db.commit()
 
     def close(self) -> None:
@@ -61,12 +78,14 @@ class NameIndex:
         """Drop the key index while a load writes many rows; ``end_bulk``
         (or the next open) builds it again."""
         self.db.execute("DROP INDEX IF EXISTS names_key")
+        self.db.execute("DROP INDEX IF EXISTS shown_entity")
         self.db.commit()
 
     def end_bulk(self, commit: bool = True) -> None:
         """Build the key index again; ``commit=False`` leaves it (and the rows
         queued) to be committed with the next checkpoint."""
         self.db.execute(KEY_INDEX)
+        self.db.execute(SHOWN_INDEX)
         if commit:
             self.db.commit()
 
@@ -92,6 +111,7 @@ class NameIndex:
     def forget(self, source: str) -> None:
         """Remove what a load of ``source`` wrote (before loading it again)."""
         self.db.execute("DELETE FROM names WHERE source = ?", (source,))
+        self.db.execute("DELETE FROM shown WHERE source = ?", (source,))
         self._count_changes()
         self.db.execute("DELETE FROM loads WHERE source = ?", (source,))
         self.db.commit()
@@ -106,6 +126,51 @@ class NameIndex:
                 if entities != "[]":
                     found[key] = sorted(json.loads(entities))
         return found
+
+    def show(self, rows: Iterable[tuple[str, int, str]], source: str) -> None:
+        """Queue (entity, rank, name) rows of shown names, the best of each
+        entity only; they are committed with the next checkpoint."""
+        best: dict[str, tuple[int, str]] = {}
+        for e, rank, name in rows:
+            if e not in best or (rank, name) < best[e]:
+                best[e] = (rank, name)
+        if best:
+            self.db.executemany("INSERT INTO shown(entity, rank, name, source) VALUES (?, ?, ?, ?)",
+                                [(e, rank, name, source) for e, (rank, name) in best.items()])
+
+    def reshow(self, entities: Sequence[str], rows: Iterable[tuple[str, int, str]], source: str) -> None:
+        """``entities``' shown rows, every source's, become ``rows`` (read
+        from the KG as it is now), committed at once."""
+        self.db.executemany("DELETE FROM shown WHERE entity = ?", [(e,) for e in dict.fromkeys(entities)])
+        self.show(rows, source)
+        self.db.commit()
+
+    def shown(self, ids: Sequence[str]) -> dict[str, str]:
+        """The shown name of each id the table has one for: one index seek an id."""
+        found: dict[str, str] = {}
+        for i in range(0, len(ids), LOOKUP_BATCH):
+            for entity, name in self.db.execute(SHOWN, (json.dumps(list(ids[i:i + LOOKUP_BATCH])),)):
+                if name is not None:
+                    found[entity] = name
+        return found
+
+    def shown_complete(self) -> bool:
+        """Whether the table holds every node's shown name: false in a
+        store made before it, until ``OxigraphKG`` fills it once."""
+        return bool(self.get(SHOWN_COMPLETE, False))
+
+    def shown_how(self) -> str:
+        """How the table was made (``tog info``)."""
+        return self.get(SHOWN_COMPLETE) or "not made yet (a store made by an older tog: its first question makes it)"
+
+    def fill_shown(self, rows: Iterable[tuple[str, int, str]], how: str) -> None:
+        """Fill the table of a store made before it (``rows``: every English
+        or untagged name) and mark it complete, in one transaction."""
+        self.db.execute("DELETE FROM shown")
+        self.show(rows, "kg")
+        self.db.execute("INSERT INTO settings(key, value) VALUES (?, ?) "
+                        "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (SHOWN_COMPLETE, json.dumps(how)))
+        self.db.commit()
 
     def count(self) -> int:
         """Distinct (name, entity) rows: counted once, then kept until names change."""

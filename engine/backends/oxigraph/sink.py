@@ -75,6 +75,9 @@ class OxigraphSink:
     def names(self, pairs: Iterable[tuple[str, str]], source: str) -> int:
         return self.db.index.add(pairs, source)
 
+    def show(self, rows: Iterable[tuple[str, int, str]], source: str) -> None:
+        self.db.index.show(rows, source)
+
     def commit(self, source: str, checkpoint: LoadCheckpoint) -> None:
         """Make the data written so far durable, then record the checkpoint
         (and the names queued with it) in one transaction."""

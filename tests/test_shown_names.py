@@ -1,0 +1,191 @@
+"""A node of a multilingual dump has names in hundreds of languages
+(Wikidata's countries have labels in about 300), of which one is shown:
+English, then English of a region, then untagged; then the name predicates'
+order; then the lower text. The embedded store keeps each node's shown name
+in a table its loads fill, so showing a node reads one row however many
+languages name it; a node named only in other languages is read from the
+KG. Neo4j keeps the name on the node, a SPARQL endpoint picks it from the
+rows (``test_sparql.py``): every backend shows the same name. Corrections
+and their reverts, a killed and resumed load and a store made before the
+table keep it true."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from conftest import RDFS_LABEL, iri, load_into, open_graph, open_spec, write_nt
+
+from engine.graph import Relation
+
+NEIGHBOURS = 400
+# 299 language tags besides English (ISO 639's private-use range qaa-qtz: valid, and no real language)
+OTHER_LANGS = [f"q{a}{b}" for a in "abcdefghijklmnopqrst" for b in "abcdefghijklmnopqrstuvwxyz"][:299]
+PREF = "http://www.w3.org/2004/02/skos/core#prefLabel"
+BORDERS = Relation(iri("borders"), "out")
+
+# node: (its name lines, the name every backend must show)
+SPECIAL = {
+    "twin": ([("Zed Twin", "en"), ("Alpha Twin", "en")], "Alpha Twin"),  # equal ranks: the lower text
+    "hall": ([("Color Hall", None), ("Colour Hall", "en-GB"), ("Salle", "fr")], "Colour Hall"),  # en-GB before untagged
+    "pref": ([("Label Name", "en"), ("Pref Name", "en", PREF)], "Label Name"),  # rdfs:label before skos:prefLabel
+    "far": ([("Voisin", "fr"), ("Nachbar", "de")], "Nachbar"),  # no English, none untagged: read from the KG
+}
+
+
+def _name(node: str, text: str, lang: str | None, predicate: str = RDFS_LABEL) -> str:
+    return f'<{iri(node)}> <{predicate}> "{text}"{f"@{lang}" if lang else ""} .'
+
+
+def special_lines() -> list[str]:
+    lines = []
+    for node, (names, _) in SPECIAL.items():
+        lines += [_name(node, *spec) for spec in names]
+        lines.append(f"<{iri('harbour')}> <{iri('knows')}> <{iri(node)}> .")
+    return lines
+
+
+def many_lines() -> list[str]:
+    """A pair of NEIGHBOURS nodes, each named in English and 299 other languages."""
+    lines = [_name("harbour", "Quillon Harbour", "en")]
+    for i in range(NEIGHBOURS):
+        lines.append(f"<{iri('harbour')}> <{iri('borders')}> <{iri(f'n{i}')}> .")
+        lines.append(_name(f"n{i}", f"Neighbour {i}", "en"))
+        lines += [_name(f"n{i}", f"Nachbar {i} {tag}", tag) for tag in OTHER_LANGS]
+    return lines
+
+
+def expected() -> dict[str, str]:
+    return {**{iri(node): shown for node, (_, shown) in SPECIAL.items()},
+            **{iri(f"n{i}"): f"Neighbour {i}" for i in range(NEIGHBOURS)}, iri("harbour"): "Quillon Harbour"}
+
+
+@pytest.fixture(scope="module")
+def nt(tmp_path_factory):
+    return write_nt(tmp_path_factory.mktemp("shown") / "g.nt", many_lines() + special_lines())
+
+
+def _counting(kg) -> list[int]:
+    """Rows the KG's store returns from now on (one entry a query)."""
+    rows: list[int] = []
+    plain = kg._select
+    kg._select = lambda text, params=(): rows.append(len(out := plain(text, params))) or out
+    return rows
+
+
+def test_a_node_named_in_300_languages_is_shown_by_one_row(nt, tmp_path):
+    store, _ = load_into(tmp_path / "store", nt)
+    kg = store.kg
+    rows = _counting(kg)
+    candidates = kg.expand([(iri("harbour"), BORDERS)], limit=200)
+    assert {c.node.id: c.node.name for c in candidates} == {iri(f"n{i}"): f"Neighbour {i}" for i in range(NEIGHBOURS)
+                                                            if iri(f"n{i}") in {c.node.id for c in candidates}}
+    assert len(candidates) == 200
+    assert sum(rows) <= NEIGHBOURS + 1  # the pair's neighbours; reading their names would be 120,000
+    kg._name_terms()  # (the name predicates the KG uses: asked once)
+    rows.clear()
+    want = expected()
+    assert kg.labels(list(want)) == want
+    assert sum(rows) == 2  # "far" alone is read from the KG (its two names); the rest, one index seek each
+    assert kg.stats()["shown names"] == "by the loads, as they index names"
+
+
+def test_names_indexed_in_another_language_leave_the_shown_name_english(tmp_path):
+    """`--name-lang fr` indexes French names for linking; the shown names
+    are still the English and untagged ones (the loader reads those too)."""
+    from engine.linking import resolve
+
+    store, _ = load_into(tmp_path / "store", write_nt(tmp_path / "g.nt", special_lines()), name_langs=("fr",))
+    want = {iri(node): shown for node, (_, shown) in SPECIAL.items()}
+    assert store.kg.labels(list(want)) == want
+    assert [n.id for n in resolve(store.kg, ["Salle"])] == [iri("hall")]  # found by its French name
+    assert [n.name for n in resolve(store.kg, ["Salle"])] == ["Colour Hall"]  # shown by its English one
+
+
+def test_corrections_and_reverts_change_the_shown_name(nt, tmp_path):
+    from engine.feedback import correct, revert
+
+    store, _ = load_into(tmp_path / "store", nt)
+    kg = store.kg
+    seven = iri("n7")
+    renamed = correct(store, remove=[f'<{seven}>|<{RDFS_LABEL}>|"Neighbour 7"@en'],
+                      add=[f'<{seven}>|<{RDFS_LABEL}>|"Renamed Seven"@en'], reason="misnamed")
+    assert kg.labels([seven]) == {seven: "Renamed Seven"}
+    gone = correct(store, remove=[f'<{seven}>|<{RDFS_LABEL}>|"Renamed Seven"@en'], add=[], reason="no English name")
+    assert kg.labels([seven]) == {seven: "Nachbar 7 qaa"}  # the lowest of the other languages, from the KG
+    revert(store, gone.id)
+    assert kg.labels([seven]) == {seven: "Renamed Seven"}
+    revert(store, renamed.id)
+    assert kg.labels([seven]) == {seven: "Neighbour 7"}
+    made = correct(store, remove=[], add=[f"Brand New Quay|<{iri('borders')}>|<{seven}>"], reason="new",
+                   new=["Brand New Quay"])
+    (new,) = [e for e, _ in made.named]
+    assert kg.labels([new]) == {new: "Brand New Quay"}
+    revert(store, made.id)
+    assert kg.labels([new]) == {}
+
+
+def test_a_killed_load_resumes_to_the_shown_names_of_one_load(nt, tmp_path, tog):
+    from test_loaders import _kill_mid_load
+
+    small = write_nt(tmp_path / "small.nt", many_lines()[:30_000] + special_lines())
+    for attempt in range(3):
+        store = tmp_path / f"killed{attempt}"
+        if _kill_mid_load(small, store, chunks_before_kill=40):
+            break
+    else:
+        pytest.fail("every load finished before it could be killed")
+    resumed = tog("load", small, "--store", store)
+    assert resumed.exit_code == 0 and "resumed at line" in resumed.output, resumed.output
+    whole, _ = load_into(tmp_path / "whole", small)
+    ids = list(expected())
+    killed = open_graph(store)
+    assert killed.kg.labels(ids) == whole.kg.labels(ids)
+    assert len(whole.kg.labels(ids)) > 100
+
+
+def test_a_store_made_before_the_table_fills_it_once(nt, tmp_path, tog):
+    """A store whose index has no shown names: a read-only view reads the
+    KG (the same names) and says why; the first writer fills the table once,
+    and `tog info` says how it was made."""
+    from engine.store import open_store
+
+    path = tmp_path / "store"
+    store, _ = load_into(path, nt)
+    want = expected()
+    files = [str(f) for f in path.rglob("*.sqlite*")] + [str(f) for f in path.rglob("*.db")]
+    store.close()
+    (index,) = [f for f in files if f.endswith((".sqlite", ".db"))]
+    with sqlite3.connect(index) as db:  # as an older tog left it
+        db.execute("DROP TABLE shown")
+        db.execute("DELETE FROM settings WHERE key = 'shown_complete'")
+    view = open_store(path, read_only=True)
+    try:
+        rows = _counting(view.kg)
+        assert view.kg.labels(list(want)) == want
+        assert sum(rows) > 100_000  # every name of every node, as before the table
+        assert view.kg.stats()["shown names"].startswith("not made yet")
+    finally:
+        view.close()
+    writer = open_graph(path)
+    assert writer.kg.labels(list(want)) == want
+    writer.close()
+    info = tog("info", "--store", path)
+    assert info.exit_code == 0 and "shown names: once, on first use (" in info.output, info.output
+    again = open_graph(path)
+    again.kg._name_terms()
+    rows = _counting(again.kg)
+    assert again.kg.labels(list(want)) == want and sum(rows) == 2
+
+
+@pytest.mark.neo4j
+def test_neo4j_shows_the_name_the_embedded_store_shows(neo4j_store, tmp_path):
+    f = write_nt(tmp_path / "g.nt", many_lines()[:3_000] + special_lines())
+    local, _ = load_into(tmp_path / "local", f)
+    from loaders.load import load_file
+
+    remote = open_spec(neo4j_store, create=True)
+    load_file(remote.need_sink(), f)
+    ids = [i for i in expected() if i in local.kg.labels(list(expected()))]
+    assert len(ids) > 10
+    assert remote.kg.labels(ids) == local.kg.labels(ids)
