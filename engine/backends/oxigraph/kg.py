@@ -347,15 +347,32 @@ class OxigraphKG(SparqlReads):
 
     def _fill_shown(self) -> None:
         """Fill the shown-name table from the KG's English and untagged names (a
-        store made before it): one pass over the names, committed at once."""
+        store made before it): one pass over each name predicate's triples, read
+        by the store natively (a SPARQL pass with the language filter took 2.7x
+        as long: 17.8 s for 1M names), committed at once; a bar on a terminal."""
         log.info(f"making the shown names of {self.db.name} once (it was made by an older tog) ...")
         started = time.perf_counter()
-        order = {p: i for i, p in enumerate(self.name_predicates)}
-        rows = [(r["e"].value, name_rank(r["name"].language, order.get(r["np"].value, 99)), r["name"].value)
-                for r in self._select(render("shown_all", names=values(self._name_terms())))]
-        seconds = time.perf_counter() - started
-        self.db.index.fill_shown(rows, f"once, on first use ({len(rows):,} names read in {seconds:.1f} s)")
-        log.info(f"shown names: {len(rows):,} read in {seconds:.1f} s")
+        bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            bar = tqdm(unit="name", unit_scale=True, desc="shown names", dynamic_ncols=True, leave=False)
+        rows: list[tuple[str, int, str]] = []
+        try:
+            for place, predicate in enumerate(self.name_predicates):
+                for q in self.db.store.quads_for_pattern(None, ox.NamedNode(predicate), None, ox.DefaultGraph()):
+                    name = q.object
+                    if isinstance(name, ox.Literal) and isinstance(q.subject, ox.NamedNode) \
+                            and lang_rank(name.language) < SHOWN_RANK:
+                        rows.append((q.subject.value, name_rank(name.language, place), name.value))
+                        if bar is not None and len(rows) % 10_000 == 0:
+                            bar.update(10_000)
+        finally:
+            if bar is not None:
+                bar.close()
+        self.db.index.fill_shown(rows, f"once, on first use ({len(rows):,} names read in "
+                                       f"{time.perf_counter() - started:.1f} s)")
+        log.info(f"shown names: {len(rows):,} in {time.perf_counter() - started:.1f} s")
 
     def reshow(self, entities: Iterable[str]) -> None:
         """Bring the shown names of ``entities`` up to date with the KG (after

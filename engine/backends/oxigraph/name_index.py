@@ -167,7 +167,9 @@ class NameIndex:
         """Fill the table of a store made before it (``rows``: every English
         or untagged name) and mark it complete, in one transaction."""
         self.db.execute("DELETE FROM shown")
+        self.db.execute("DROP INDEX IF EXISTS shown_entity")  # built once after the rows: 3x quicker than row by row
         self.show(rows, "kg")
+        self.db.execute(SHOWN_INDEX)
         self.db.execute("INSERT INTO settings(key, value) VALUES (?, ?) "
                         "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (SHOWN_COMPLETE, json.dumps(how)))
         self.db.commit()

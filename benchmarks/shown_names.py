@@ -1,0 +1,118 @@
+"""Shown names when nodes are named in many languages (a multilingual dump:
+Wikidata's countries have labels in about 300).
+
+A pair of ``--neighbours`` nodes, each named in English and ``--languages``
+- 1 other languages, in an embedded store. In the same run, alternating
+rounds, it shows the neighbours two ways and prints rows read and time for
+both: from the store's shown-name table (how the embedded store shows a
+node), and by reading every name of each node from the KG (how it showed them
+before the table; still how it shows a node with no English or untagged
+name). It also times one ``expand`` of the pair, and filling the table of a
+store made before it (``--fill``).
+
+    .venv/bin/python benchmarks/shown_names.py [--neighbours 400] [--languages 300] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+EX = "http://example.org/multilingual/"
+LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
+
+
+def write_graph(path: Path, neighbours: int, languages: int) -> int:
+    """The pair's triples; each neighbour named in English and languages - 1
+    private-use tags (qaa, qab, ...); returns the number of triples."""
+    tags = [f"q{a}{b}" for a in "abcdefghijklmnopqrst" for b in "abcdefghijklmnopqrstuvwxyz"][: languages - 1]
+    n = 0
+    with path.open("w", encoding="utf-8") as out:
+        out.write(f'<{EX}hub> <{LABEL}> "Quillon Harbour"@en .\n')
+        for i in range(neighbours):
+            out.write(f"<{EX}hub> <{EX}borders> <{EX}n{i}> .\n")
+            out.write(f'<{EX}n{i}> <{LABEL}> "Neighbour {i}"@en .\n')
+            out.writelines(f'<{EX}n{i}> <{LABEL}> "Nachbar {i} {t}"@{t} .\n' for t in tags)
+            n += 2 + len(tags)
+    return n + 1
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--neighbours", type=int, default=400)
+    ap.add_argument("--languages", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--fill", action=argparse.BooleanOptionalAction, default=True,
+                    help="Also time filling the table of a store made before it.")
+    args = ap.parse_args()
+    if not 1 <= args.languages <= 521:
+        sys.exit("--languages: 1 to 521")
+    work = Path(tempfile.mkdtemp(prefix="tog-shown-"))
+    try:
+        measure(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, work: Path) -> None:
+    from engine.backends.sparql_reads import SparqlReads
+    from engine.graph import Relation
+    from engine.store import open_store
+    from loaders.load import load_file
+
+    triples = write_graph(work / "g.nt", args.neighbours, args.languages)
+    with open_store(work / "store", create=True) as s:
+        load_file(s.need_sink(), work / "g.nt")
+    print(f"{triples:,} triples: {args.neighbours} neighbours, each named in {args.languages} languages")
+    store = open_store(work / "store")
+    kg = store.kg
+    rows = [0]
+    plain = kg._select
+    kg._select = lambda text, params=(): (out := plain(text, params), rows.__setitem__(0, rows[0] + len(out)))[0]
+    ids = [f"{EX}n{i}" for i in range(args.neighbours)]
+    ways = {"the shown-name table": lambda: kg.labels(ids),
+            "every name from the KG (before)": lambda: SparqlReads.labels(kg, ids),
+            "expand of the pair, limit 100": lambda: kg.expand([(f"{EX}hub", Relation(f"{EX}borders", "out"))])}
+    for way in ways.values():
+        way()  # warm
+    times: dict[str, list[float]] = {w: [] for w in ways}
+    read: dict[str, int] = {}
+    answers: dict[str, object] = {}
+    for _ in range(args.rounds):
+        for name, way in ways.items():
+            rows[0] = 0
+            started = time.perf_counter()
+            answers[name] = way()
+            times[name].append(time.perf_counter() - started)
+            read[name] = rows[0]
+    table, before, expand = ways
+    assert answers[table] == answers[before], "the two ways show different names"
+    for name in ways:
+        print(f"  {name}: median {statistics.median(times[name]) * 1000:.1f} ms, {read[name]:,} rows from the KG"
+              + (" (one index seek a node in index.sqlite)" if name == table else ""))
+    ratio = statistics.median(times[before]) / statistics.median(times[table])
+    print(f"  the table {ratio:.0f}x faster than reading every name, the same names")
+    store.close()
+    if args.fill:
+        with sqlite3.connect(work / "store" / "index.sqlite") as db:  # as a store made before the table
+            db.execute("DROP TABLE shown")
+            db.execute("DELETE FROM settings WHERE key = 'shown_complete'")
+        store = open_store(work / "store")
+        started, cpu = time.perf_counter(), time.process_time()
+        store.kg.labels(ids[:1])
+        print(f"  filling the table of a store made before it: {time.perf_counter() - started:.2f} s "
+              f"({time.process_time() - cpu:.2f} s CPU); {store.kg.stats()['shown names']}")
+        store.close()
+
+
+if __name__ == "__main__":
+    main()
