@@ -135,9 +135,9 @@ def load_file(
     started = time.perf_counter()
     report.resumed_triples = report.triples
     bar = _Progress(path, progress)
-    # each name predicate's place among the store's (its names' rank, ``common.name_rank``)
-    places = {p: i for i, p in enumerate(sink.name_predicates)}
-    places.update({p: len(places) + i for i, p in enumerate(p for p in name_predicates if p not in places)})
+    # this load's name predicates, each with its place among the store's (its names' rank, ``common.name_rank``)
+    order = {p: i for i, p in enumerate(sink.name_predicates)}
+    places = {p: order.get(p, len(order) + i) for i, p in enumerate(name_predicates)}
     job = _Job(sink, path, fmt, sid, report, bar, places, tuple(name_langs), max_errors, delimiter, chunk_bytes,
                segment_lines)
     sink.begin()

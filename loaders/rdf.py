@@ -128,8 +128,8 @@ class NameScanner:
         self.endings = sorted({p.encode()[-4:] + b">" for p in predicates})
         self._accepted: dict[bytes, tuple[bool, int]] = {}  # language tag -> (indexed?, shown_base)
 
-    def _lang(self, lang: bytes) -> tuple[bool, int]:
-        tag = lang.decode("ascii").lower()
+    def _lang(self, lang: bytes | None) -> tuple[bool, int]:
+        tag = (lang or b"").decode("ascii").lower()  # (None from a line matched on its own: no tag)
         langs = self.langs
         indexed = ("" in langs) if not tag else any(tag == w or (w and tag.startswith(w + "-")) for w in langs)
         return indexed, shown_base(tag)

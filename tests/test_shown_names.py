@@ -65,6 +65,18 @@ def nt(tmp_path_factory):
     return write_nt(tmp_path_factory.mktemp("shown") / "g.nt", many_lines() + special_lines())
 
 
+def from_kg(kg, ids) -> dict[str, str]:
+    """The names the rule picks from every name the KG holds (how the stores showed nodes before the table)."""
+    from engine.backends.sparql_reads import SparqlReads
+
+    return SparqlReads.labels(kg, ids)
+
+
+def in_table(kg, ids) -> dict[str, str]:
+    """The shown names the embedded store's table holds (no fallback to the KG)."""
+    return kg.db.index.shown(ids)
+
+
 def _counting(kg) -> list[int]:
     """Rows the KG's store returns from now on (one entry a query)."""
     rows: list[int] = []
@@ -98,6 +110,7 @@ def test_names_indexed_in_another_language_leave_the_shown_name_english(tmp_path
     store, _ = load_into(tmp_path / "store", write_nt(tmp_path / "g.nt", special_lines()), name_langs=("fr",))
     want = {iri(node): shown for node, (_, shown) in SPECIAL.items()}
     assert store.kg.labels(list(want)) == want
+    assert in_table(store.kg, list(want)) == {k: v for k, v in want.items() if k != iri("far")}
     assert [n.id for n in resolve(store.kg, ["Salle"])] == [iri("hall")]  # found by its French name
     assert [n.name for n in resolve(store.kg, ["Salle"])] == ["Colour Hall"]  # shown by its English one
 
@@ -123,6 +136,67 @@ def test_corrections_and_reverts_change_the_shown_name(nt, tmp_path):
     assert kg.labels([new]) == {new: "Brand New Quay"}
     revert(store, made.id)
     assert kg.labels([new]) == {}
+    # a bare name gets a delimited load's IRI: a load that names it too, then the revert, which takes the label
+    made = correct(store, remove=[], add=[f"Brand New Quay|<{iri('borders')}>|<{seven}>"], reason="new",
+                   new=["Brand New Quay"])
+    (new,) = [e for e, _ in made.named]
+    from loaders.load import load_file
+
+    load_file(store.need_sink(), write_nt(tmp_path / "quay.tsv", ["Brand New Quay\tmoored_at\tOld Pier"]),
+              fmt="tsv")
+    assert in_table(kg, [new]) == {new: "Brand New Quay"}
+    revert(store, made.id)
+    assert kg.labels([new]) == from_kg(kg, [new]) == {} and in_table(kg, [new]) == {}
+
+
+def test_a_comment_among_name_lines_and_an_untagged_name_load(tmp_path):
+    """A block whose name lines are not all in the plain shape (a comment
+    that states a name, an indented line) is matched line by line; an
+    untagged name there has no language tag at all."""
+    lines = [f'# <{iri("old")}> <{RDFS_LABEL}> "Old Name"@en .', f'<{iri("plain")}> <{RDFS_LABEL}> "Plain Name" .',
+             f'   <{iri("indented")}> <{RDFS_LABEL}> "Indented Name"@en .',
+             f"<{iri('plain')}> <{iri('near')}> <{iri('indented')}> ."]
+    store, (report,) = load_into(tmp_path / "store", write_nt(tmp_path / "g.nt", lines))
+    assert report.skipped == 0
+    ids = [iri("plain"), iri("indented"), iri("old")]
+    assert in_table(store.kg, ids) == {iri("plain"): "Plain Name", iri("indented"): "Indented Name"}
+    assert store.kg.labels(ids) == from_kg(store.kg, ids)
+
+
+def test_a_name_predicate_given_later_shows_the_names_it_already_had(tmp_path, tog):
+    """Triples under a predicate loaded as facts become names when a later
+    load gives it as a name predicate: the table is made again from the KG."""
+    title = iri("title")
+    first = write_nt(tmp_path / "a.nt", [f'<{iri("x")}> <{RDFS_LABEL}> "Zed" .',
+                                         f'<{iri("x")}> <{title}> "Title X"@en .',
+                                         f"<{iri('x')}> <{iri('near')}> <{iri('y')}> ."])
+    later = write_nt(tmp_path / "b.nt", [f'<{iri("y")}> <{title}> "Title Y"@en .'])
+    store = tmp_path / "store"
+    assert tog("load", first, "--store", store).exit_code == 0
+    assert tog("load", later, "--store", store, "--name-predicate", title).exit_code == 0
+    g = open_graph(store)
+    assert g.kg.labels([iri("x"), iri("y")]) == {iri("x"): "Title X", iri("y"): "Title Y"}  # English over untagged
+    assert g.kg.stats()["shown names"].startswith("once, on first use")
+    assert in_table(g.kg, [iri("x"), iri("y")]) == {iri("x"): "Title X", iri("y"): "Title Y"}
+
+
+def test_a_view_beside_a_load_reads_names_from_the_kg_while_the_index_is_down(nt, tmp_path):
+    """A load drops the table's index while it writes; a read-only view
+    beside it then shows nodes from the KG, not by a scan of the table an id."""
+    from engine.store import open_store
+
+    path = tmp_path / "store"
+    store, _ = load_into(path, nt)
+    store.close()
+    with sqlite3.connect(path / "index.sqlite") as db:
+        db.execute("DROP INDEX shown_entity")  # as a running load leaves it
+    view = open_store(path, read_only=True)
+    try:
+        assert in_table(view.kg, [iri("n1")]) is None
+        rows = _counting(view.kg)
+        assert view.kg.labels(list(expected())) == expected() and sum(rows) > 100_000
+    finally:
+        view.close()
 
 
 def test_a_killed_load_resumes_to_the_shown_names_of_one_load(nt, tmp_path, tog):
@@ -140,8 +214,9 @@ def test_a_killed_load_resumes_to_the_shown_names_of_one_load(nt, tmp_path, tog)
     whole, _ = load_into(tmp_path / "whole", small)
     ids = list(expected())
     killed = open_graph(store)
-    assert killed.kg.labels(ids) == whole.kg.labels(ids)
-    assert len(whole.kg.labels(ids)) > 100
+    assert killed.kg.labels(ids) == whole.kg.labels(ids) == from_kg(whole.kg, ids)
+    assert in_table(killed.kg, ids) == in_table(whole.kg, ids)  # the rows themselves, not the KG's fallback
+    assert len(in_table(whole.kg, ids)) > 100
 
 
 def test_a_store_made_before_the_table_fills_it_once(nt, tmp_path, tog):

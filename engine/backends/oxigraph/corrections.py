@@ -79,8 +79,11 @@ class OxigraphCorrections:
             for q in quads:
                 self.db.store.remove(q)
         keys = name_keys([n for _, n in c.named])
-        # (no shown-name rows: a node the table lacks is shown from its names in the KG, and a new one has one)
         self.db.index.replace_source(f"correction:{c.id}", [(e, k) for (e, _), k in zip(c.named, keys)] if on else [])
+        from engine.backends.oxigraph.kg import OxigraphKG
+
+        # a load may have named the same IRI since (a bare name gets a delimited load's IRI): read it again
+        OxigraphKG(self.db).reshow(e for e, _ in c.named)
 
     def apply(self, c: Correction) -> Correction:
         self.db.writable()

@@ -175,7 +175,10 @@ class Database:
 
     def add_name_predicates(self, predicates: Sequence[str]) -> None:
         """Remember more predicates that carry names (added to what is there)."""
-        merged = list(dict.fromkeys([*self.index.get("name_predicates", []), *predicates]))
+        before = self.index.get("name_predicates", [])
+        merged = list(dict.fromkeys([*before, *predicates]))
+        if len(merged) > len(before) and not self.empty():
+            self.index.shown_incomplete()  # triples already here under a new one have no shown-name rows
         self.index.set("name_predicates", merged)
         self._name_predicates = None
 

@@ -78,6 +78,7 @@ from engine.graph import (
 from engine.queries import render, sparql, sparql_union
 
 LISTED_BATCH = 256  # (entity, direction) pairs per listing of entities that are no hubs
+FILL_BATCH = 100_000  # names a step when a store made before the shown-name table fills it
 log = logging.getLogger("tog")
 
 
@@ -320,8 +321,9 @@ class OxigraphKG(SparqlReads):
         if iris and self._shown_ready():
             with self.meter.timing():
                 found = self.db.index.shown(iris)
-            out.update(found)
-            iris = [i for i in iris if i not in found]
+            if found is not None:
+                out.update(found)
+                iris = [i for i in iris if i not in found]
         if iris:
             out.update(super().labels(iris))
         return out
@@ -336,8 +338,9 @@ class OxigraphKG(SparqlReads):
             if self.db.read_only:
                 if not self._shown_noted:
                     self._shown_noted = True
-                    log.info(f"note: {self.db.name} was made by an older tog and keeps no shown names yet; this "
-                             "view reads each node's names from the KG until a process that may write it makes them")
+                    log.info(f"note: {self.db.name} keeps no shown names yet (made by an older tog, or given a new "
+                             "name predicate); this view reads each node's names from the KG until a process that may "
+                             "write it makes them")
                 return False
             with self._checking:
                 if not index.shown_complete():
@@ -347,32 +350,45 @@ class OxigraphKG(SparqlReads):
 
     def _fill_shown(self) -> None:
         """Fill the shown-name table from the KG's English and untagged names (a
-        store made before it): one pass over each name predicate's triples, read
-        by the store natively (a SPARQL pass with the language filter took 2.7x
-        as long: 17.8 s for 1M names), committed at once; a bar on a terminal."""
-        log.info(f"making the shown names of {self.db.name} once (it was made by an older tog) ...")
+        store made before it, or one given a new name predicate): one pass over
+        each name predicate's triples, read by the store natively (a SPARQL pass
+        with the language filter took 2.7x as long: 17.8 s for 1M names),
+        written FILL_BATCH at a time; a bar on a terminal."""
+        log.info(f"making the shown names of {self.db.name} once (it was made by an older tog, or given "
+                 "a new name predicate) ...")
         started = time.perf_counter()
         bar = None
         if sys.stderr.isatty():
             from tqdm import tqdm
 
             bar = tqdm(unit="name", unit_scale=True, desc="shown names", dynamic_ncols=True, leave=False)
-        rows: list[tuple[str, int, str]] = []
-        try:
+        count = 0
+
+        def parts() -> Iterable[list[tuple[str, int, str]]]:
+            nonlocal count
+            rows: list[tuple[str, int, str]] = []
             for place, predicate in enumerate(self.name_predicates):
                 for q in self.db.store.quads_for_pattern(None, ox.NamedNode(predicate), None, ox.DefaultGraph()):
                     name = q.object
                     if isinstance(name, ox.Literal) and isinstance(q.subject, ox.NamedNode) \
                             and lang_rank(name.language) < SHOWN_RANK:
                         rows.append((q.subject.value, name_rank(name.language, place), name.value))
-                        if bar is not None and len(rows) % 10_000 == 0:
-                            bar.update(10_000)
+                        if len(rows) == FILL_BATCH:
+                            count += len(rows)
+                            if bar is not None:
+                                bar.update(len(rows))
+                            yield rows
+                            rows = []
+            count += len(rows)
+            yield rows
+
+        try:
+            self.db.index.fill_shown(parts(), lambda: f"once, on first use ({count:,} names read in "
+                                                      f"{time.perf_counter() - started:.1f} s)")
         finally:
             if bar is not None:
                 bar.close()
-        self.db.index.fill_shown(rows, f"once, on first use ({len(rows):,} names read in "
-                                       f"{time.perf_counter() - started:.1f} s)")
-        log.info(f"shown names: {len(rows):,} in {time.perf_counter() - started:.1f} s")
+        log.info(f"shown names: {count:,} in {time.perf_counter() - started:.1f} s")
 
     def reshow(self, entities: Iterable[str]) -> None:
         """Bring the shown names of ``entities`` up to date with the KG (after

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from engine.graph import NAME_MATCHES
@@ -111,7 +111,7 @@ class NameIndex:
     def forget(self, source: str) -> None:
         """Remove what a load of ``source`` wrote (before loading it again)."""
         self.db.execute("DELETE FROM names WHERE source = ?", (source,))
-        self.db.execute("DELETE FROM shown WHERE source = ?", (source,))
+        # (its shown-name rows stay: the KG keeps the triples a load wrote, and a row more of a name changes nothing)
         self._count_changes()
         self.db.execute("DELETE FROM loads WHERE source = ?", (source,))
         self.db.commit()
@@ -145,8 +145,13 @@ class NameIndex:
         self.show(rows, source)
         self.db.commit()
 
-    def shown(self, ids: Sequence[str]) -> dict[str, str]:
-        """The shown name of each id the table has one for: one index seek an id."""
+    def shown(self, ids: Sequence[str]) -> dict[str, str] | None:
+        """The shown name of each id the table has one for: one index seek an
+        id. None in a read-only view while a load has the index down (a scan
+        an id): the caller reads the names from the KG meanwhile."""
+        if self.read_only and self.db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'shown_entity'").fetchone() is None:
+            return None
         found: dict[str, str] = {}
         for i in range(0, len(ids), LOOKUP_BATCH):
             for entity, name in self.db.execute(SHOWN, (json.dumps(list(ids[i:i + LOOKUP_BATCH])),)):
@@ -161,17 +166,29 @@ class NameIndex:
 
     def shown_how(self) -> str:
         """How the table was made (``tog info``)."""
-        return self.get(SHOWN_COMPLETE) or "not made yet (a store made by an older tog: its first question makes it)"
+        return self.get(SHOWN_COMPLETE) or ("not made yet (a store made by an older tog, or given a new name "
+                                            "predicate: its next question makes it)")
 
-    def fill_shown(self, rows: Iterable[tuple[str, int, str]], how: str) -> None:
-        """Fill the table of a store made before it (``rows``: every English
-        or untagged name) and mark it complete, in one transaction."""
+    def shown_incomplete(self) -> None:
+        """The table lacks some names the KG has (a name predicate was added):
+        it is filled again from the KG on first use."""
+        self.db.execute("DELETE FROM settings WHERE key = ?", (SHOWN_COMPLETE,))
+        self.db.commit()
+
+    def fill_shown(self, parts: Iterable[list[tuple[str, int, str]]], how: Callable[[], str]) -> None:
+        """Fill the table from the KG (``parts``: every English or untagged
+        name, a batch at a time, each committed so that other writers wait
+        little); marked complete, saying ``how()``, once all are in. A fill
+        cut short leaves the table incomplete, to be filled again."""
         self.db.execute("DELETE FROM shown")
         self.db.execute("DROP INDEX IF EXISTS shown_entity")  # built once after the rows: 3x quicker than row by row
-        self.show(rows, "kg")
+        self.db.commit()
+        for rows in parts:
+            self.show(rows, "kg")
+            self.db.commit()
         self.db.execute(SHOWN_INDEX)
         self.db.execute("INSERT INTO settings(key, value) VALUES (?, ?) "
-                        "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (SHOWN_COMPLETE, json.dumps(how)))
+                        "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (SHOWN_COMPLETE, json.dumps(how())))
         self.db.commit()
 
     def count(self) -> int:
