@@ -178,6 +178,14 @@ def test_a_name_predicate_given_later_shows_the_names_it_already_had(tmp_path, t
     assert g.kg.labels([iri("x"), iri("y")]) == {iri("x"): "Title X", iri("y"): "Title Y"}  # English over untagged
     assert g.kg.stats()["shown names"].startswith("once, on first use")
     assert in_table(g.kg, [iri("x"), iri("y")]) == {iri("x"): "Title X", iri("y"): "Title Y"}
+    # the same in one process: the store open, its names shown, then the load
+    from loaders.load import load_file
+
+    same = open_graph(tmp_path / "same", create=True)
+    load_file(same.need_sink(), first)
+    assert same.kg.labels([iri("x")]) == {iri("x"): "Zed"}
+    load_file(same.need_sink(), later, name_predicates=(title,))
+    assert same.kg.labels([iri("x"), iri("y")]) == {iri("x"): "Title X", iri("y"): "Title Y"}
 
 
 def test_a_view_beside_a_load_reads_names_from_the_kg_while_the_index_is_down(nt, tmp_path):

@@ -93,7 +93,7 @@ class OxigraphKG(SparqlReads):
         self.made = {"hubs": 0, "crowded_pairs": 0}  # summaries this process had to make
         self._checked: object = None  # the generation whose hub summaries were found fresh (or built)
         self._checking = threading.Lock()
-        self._shown = False  # the shown-name table found complete (it stays so)
+        self._shown: object = None  # the load generation whose shown-name table was found complete
         self._shown_noted = False
 
     @property
@@ -331,7 +331,8 @@ class OxigraphKG(SparqlReads):
     def _shown_ready(self) -> bool:
         """Whether the shown-name table is complete; a store made before it
         has it filled now, once (a read-only view reads the KG until then)."""
-        if self._shown:
+        generation = self.db.generation
+        if self._shown == generation:  # (a load may give a new name predicate: asked again after one)
             return True
         index = self.db.index
         if not index.shown_complete():
@@ -345,7 +346,7 @@ class OxigraphKG(SparqlReads):
             with self._checking:
                 if not index.shown_complete():
                     self._fill_shown()
-        self._shown = True
+        self._shown = generation
         return True
 
     def _fill_shown(self) -> None:
