@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
-from engine.backends.common import SHOWN_RANK, lang_rank
+from engine.backends.common import shown_rank
 from engine.graph import name_keys
 
 OX_FORMATS = {
@@ -64,9 +64,9 @@ def named_rows(entities: list[str], texts: list[str], marks: list[tuple[bool, in
 
 
 def shown_base(lang: str | None) -> int:
-    """A name's rank without its predicate's place (``name_rank``), or -1 for a language not shown."""
-    r = lang_rank(lang)
-    return r * 100 if r < SHOWN_RANK else -1
+    """A name's rank without its predicate's place (``shown_rank``), or -1 for a language not shown."""
+    rank = shown_rank(lang, 0)
+    return -1 if rank is None else rank
 
 
 def name_pairs(quads: Iterable[ox.Quad], predicates: Mapping[str, int], langs: Sequence[str]) -> Named:

@@ -56,6 +56,13 @@ def name_rank(lang: str | None, order: int) -> int:
     return lang_rank(lang) * 100 + order
 
 
+def shown_rank(lang: str | None, order: int) -> int | None:
+    """``name_rank`` of a name the embedded store keeps to show a node by
+    (English or untagged: SHOWN_RANK); None for a name in another language."""
+    rank = lang_rank(lang)
+    return rank * 100 + order if rank < SHOWN_RANK else None
+
+
 # A crowded pair with more edges than this is sampled by the load (with the summaries), never
 # by the first question that expands it: a store sorts about 8 µs an edge inside a query
 # (a 1M-edge pair, a real KG's (male, gender), 10-12 s on the embedded store). It is the hub

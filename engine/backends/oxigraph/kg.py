@@ -38,18 +38,16 @@ from engine.backends.common import (
     SCHEMA_EDGES,
     SCHEMA_READ,
     SCHEMA_TAILS,
-    SHOWN_RANK,
     Found,
     chunks,
     crowd_cap,
     informative,
     label_relations,
-    lang_rank,
     look_through,
-    name_rank,
     nothing_behind,
     sample_key,
     select_candidates,
+    shown_rank,
 )
 from engine.backends.oxigraph.database import Database
 from engine.backends.oxigraph.summaries import (
@@ -372,8 +370,8 @@ class OxigraphKG(SparqlReads):
                 for q in self.db.store.quads_for_pattern(None, ox.NamedNode(predicate), None, ox.DefaultGraph()):
                     name = q.object
                     if isinstance(name, ox.Literal) and isinstance(q.subject, ox.NamedNode) \
-                            and lang_rank(name.language) < SHOWN_RANK:
-                        rows.append((q.subject.value, name_rank(name.language, place), name.value))
+                            and (rank := shown_rank(name.language, place)) is not None:
+                        rows.append((q.subject.value, rank, name.value))
                         if len(rows) == FILL_BATCH:
                             count += len(rows)
                             if bar is not None:
@@ -404,8 +402,9 @@ class OxigraphKG(SparqlReads):
             text = render("labels", entities=iri_rows(part), names=values(self._name_terms()))
             for r in self._select(text):
                 name = r["name"]
-                if r["np"] is not None and isinstance(name, ox.Literal) and lang_rank(name.language) < SHOWN_RANK:
-                    rows.append((r["e"].value, name_rank(name.language, order.get(r["np"].value, 99)), name.value))
+                if r["np"] is not None and isinstance(name, ox.Literal) \
+                        and (rank := shown_rank(name.language, order.get(r["np"].value, 99))) is not None:
+                    rows.append((r["e"].value, rank, name.value))
         self.db.index.reshow(entities, rows, "kg")
 
     # -- the rest ------------------------------------------------------------------

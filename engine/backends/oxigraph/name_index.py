@@ -187,9 +187,7 @@ class NameIndex:
             self.show(rows, "kg")
             self.db.commit()
         self.db.execute(SHOWN_INDEX)
-        self.db.execute("INSERT INTO settings(key, value) VALUES (?, ?) "
-                        "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (SHOWN_COMPLETE, json.dumps(how())))
-        self.db.commit()
+        self.set(SHOWN_COMPLETE, how())  # (committed with the index)
 
     def count(self) -> int:
         """Distinct (name, entity) rows: counted once, then kept until names change."""
