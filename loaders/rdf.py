@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
-from engine.backends.common import shown_rank
+from engine.backends.common import shown_rank, stored_text
 from engine.graph import name_keys
 
 OX_FORMATS = {
@@ -78,7 +78,7 @@ def name_pairs(quads: Iterable[ox.Quad], predicates: Mapping[str, int], langs: S
             indexed, base = wanted_lang(q.object, langs), shown_base(q.object.language)
             if indexed or base >= 0:
                 entities.append(q.subject.value)
-                texts.append(q.object.value)
+                texts.append(stored_text(q.object))
                 marks.append((indexed, base + place if base >= 0 else -1))
     return named_rows(entities, texts, marks)
 
@@ -116,7 +116,10 @@ class NameScanner:
     the real parser) and normalises the names in bulk."""
 
     # a name line without a backslash (lines with escapes go through the real parser)
-    _PLAIN = re.compile(rb'^<([^<>"\s]*)>[ \t]+<([^<>\s]*)>[ \t]+"([^"\n]*)"(?:@([A-Za-z0-9-]+))?', re.M)
+    # (a typed name goes through the real parser too, unless it is a string: its text is
+    # made canonical, as the store keeps it; ``stored_text``)
+    _PLAIN = re.compile(rb'^<([^<>"\s]*)>[ \t]+<([^<>\s]*)>[ \t]+"([^"\n]*)"'
+                        rb'(?:@([A-Za-z0-9-]+)|\^\^<http://www\.w3\.org/2001/XMLSchema#string>|(?!\^))', re.M)
 
     def __init__(self, predicates: Mapping[str, int], langs: Sequence[str]) -> None:
         self.predicates, self.langs = predicates, tuple(langs)

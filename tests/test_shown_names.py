@@ -23,6 +23,7 @@ NEIGHBOURS = 400
 OTHER_LANGS = [f"q{a}{b}" for a in "abcdefghijklmnopqrst" for b in "abcdefghijklmnopqrstuvwxyz"][:299]
 PREF = "http://www.w3.org/2004/02/skos/core#prefLabel"
 BORDERS = Relation(iri("borders"), "out")
+INTEGER, STRING = "^^<http://www.w3.org/2001/XMLSchema#integer>", "^^<http://www.w3.org/2001/XMLSchema#string>"
 
 # node: (its name lines, the name every backend must show)
 SPECIAL = {
@@ -30,11 +31,16 @@ SPECIAL = {
     "hall": ([("Color Hall", None), ("Colour Hall", "en-GB"), ("Salle", "fr")], "Colour Hall"),  # en-GB before untagged
     "pref": ([("Label Name", "en"), ("Pref Name", "en", PREF)], "Label Name"),  # rdfs:label before skos:prefLabel
     "far": ([("Voisin", "fr"), ("Nachbar", "de")], "Nachbar"),  # no English, none untagged: read from the KG
+    # a typed name is untagged, in the form the KG keeps it ("012" would be the lower text as written)
+    "dozen": ([("012", INTEGER), ("100", None)], "100"),
+    "answer": ([("042", INTEGER), ("Zed", STRING)], "42"),
 }
 
 
 def _name(node: str, text: str, lang: str | None, predicate: str = RDFS_LABEL) -> str:
-    return f'<{iri(node)}> <{predicate}> "{text}"{f"@{lang}" if lang else ""} .'
+    """A name line; ``lang``: a language tag, or a datatype (``INTEGER``)."""
+    tag = "" if not lang else lang if lang.startswith("^^") else f"@{lang}"
+    return f'<{iri(node)}> <{predicate}> "{text}"{tag} .'
 
 
 def special_lines() -> list[str]:
@@ -100,6 +106,9 @@ def test_a_node_named_in_300_languages_is_shown_by_one_row(nt, tmp_path):
     assert kg.labels(list(want)) == want
     assert sum(rows) == 2  # "far" alone is read from the KG (its two names); the rest, one index seek each
     assert kg.stats()["shown names"] == "by the loads, as they index names"
+    from engine.linking import resolve
+
+    assert [n.id for n in resolve(kg, ["42"])] == [iri("answer")]  # a typed name is found as it is shown
 
 
 def test_names_indexed_in_another_language_leave_the_shown_name_english(tmp_path):

@@ -24,7 +24,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from engine.backends.common import chunks, merged_sample, name_rank, sample_hash, term_too_long
+from engine.backends.common import chunks, merged_sample, name_rank, sample_hash, stored_text, term_too_long
 from engine.backends.neo4j.session import Neo4jSession
 from engine.errors import StoreError
 from engine.queries import cypher
@@ -86,7 +86,7 @@ def split_quads(quads: Iterable[ox.Quad], name_predicates: Sequence[str]):
         entities.add(s.value)
         if isinstance(o, ox.Literal):
             if p in order:
-                name_rows.append([s.value, o.value, name_rank(o.language, order[p])])
+                name_rows.append([s.value, stored_text(o), name_rank(o.language, order[p])])
                 continue
             parts = literal_parts(o)
             value_rows[parts[0]] = parts
