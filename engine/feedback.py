@@ -22,7 +22,17 @@ import secrets
 from collections.abc import Sequence
 
 from engine.errors import TogError, UnknownEntityError
-from engine.graph import Correction, Fact, KnowledgeGraph, RunTree, is_literal, literal_term, local_name, utc_now
+from engine.graph import (
+    Correction,
+    Fact,
+    KnowledgeGraph,
+    RunTree,
+    is_literal,
+    literal_term,
+    local_name,
+    stored_literal,
+    utc_now,
+)
 from engine.linking import resolve
 from engine.store import CorrectionLog, Store
 
@@ -92,7 +102,7 @@ def _objects(kg: KnowledgeGraph, text: str, made: dict[str, str] | None = None) 
     text = text.strip()
     if is_literal(text):
         try:
-            return [str(literal_term(text))]
+            return [str(stored_literal(literal_term(text)))]  # (as the KG holds it: Neo4j matches by text)
         except (SyntaxError, ValueError, StopIteration):
             raise CorrectionError(f"object {text!r} is not an N-Triples literal") from None
     return _entities(kg, text, "object", made)

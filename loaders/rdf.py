@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
-from engine.backends.common import shown_rank, stored_text
-from engine.graph import name_keys
+from engine.backends.common import shown_rank
+from engine.graph import name_keys, stored_text
 
 OX_FORMATS = {
     "nt": ox.RdfFormat.N_TRIPLES,

@@ -165,6 +165,79 @@ def test_reloading_adds_nothing_even_with_force(store_spec, tmp_path):
     assert edges(kg) == count
 
 
+XSD = "http://www.w3.org/2001/XMLSchema#"
+# values written as a file may write them, and the form the stores give back
+TYPED = {"height": ("1.50", "decimal", "1.5"), "count": ("007", "integer", "7"), "size": ("1.0E3", "double", "1000"),
+         "year": ("1994", "gYear", "1994"), "code": ("0042", "string", "0042")}
+
+
+def typed_lines() -> list[str]:
+    return [f'<{iri("tower")}> <{RDFS_LABEL}> "Tower" .'] + [
+        f'<{iri("tower")}> <{iri(p)}> "{text}"^^<{XSD}{kind}> .' for p, (text, kind, _) in TYPED.items()]
+
+
+def typed_values(kg) -> dict[str, str]:
+    """The tower's values as ``expand`` shows them, by relation."""
+    relations = kg.relations([iri("tower")])[iri("tower")]
+    return {c.relation.id: c.node.name for c in kg.expand([(iri("tower"), r) for r in relations], limit=10)}
+
+
+@pytest.mark.neo4j
+def test_typed_values_read_the_same_on_every_backend_and_correct_as_written(neo4j_store, tmp_path):
+    """Oxigraph (and Virtuoso) keep a typed value in its canonical form
+    ("1.50"^^xsd:decimal is 1.5); Neo4j's loads write it so too, and a
+    correction that names a value as the file wrote it finds it on both."""
+    from conftest import load_into
+
+    from engine.feedback import correct
+
+    f = write_nt(tmp_path / "g.nt", typed_lines())
+    local, _ = load_into(tmp_path / "local", f)
+    remote = open_spec(neo4j_store, create=True)
+    load_file(remote.need_sink(), f)
+    want = {iri(p): stored for p, (_, _, stored) in TYPED.items()}
+    assert typed_values(local.kg) == typed_values(remote.kg) == want
+    for store in (local, remote):
+        correct(store, remove=[f'<{iri("tower")}>|<{iri("height")}>|"1.50"^^<{XSD}decimal>'], add=[], reason="wrong")
+        assert iri("height") not in typed_values(store.kg)
+
+
+@pytest.mark.neo4j
+def test_a_neo4j_database_with_values_as_written_gets_them_in_stored_form_once(neo4j_store, tmp_path):
+    """A database an older tog loaded holds typed values as the file wrote
+    them, maybe both forms of one value: on the first connection they are
+    put in stored form once, two forms made one node with both edges, and
+    the samples (sorted by the values' keys) are to be made again."""
+    import neo4j
+
+    from engine.backends.common import sample_hash
+    from engine.backends.neo4j.kg import load_end_state
+
+    lines = typed_lines() + [f'<{iri("mast")}> <{RDFS_LABEL}> "Mast" .',
+                             f'<{iri("mast")}> <{iri("height")}> "1.5"^^<{XSD}decimal> .']
+    load_file(open_spec(neo4j_store, create=True).need_sink(), write_nt(tmp_path / "g.nt", lines))
+    auth = (os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"])
+    stored = f'"1.5"^^<{XSD}decimal>'
+    with neo4j.GraphDatabase.driver(neo4j_store, auth=auth) as driver:
+        # as an older tog wrote them: the tower's values as in the file; the mast's 1.5 written so already
+        for p, (text, kind, _) in TYPED.items():
+            driver.execute_query("MATCH (:Entity {id: $s})-[r]->(v:Value) WHERE type(r) = $p "
+                                 "SET v.id = $id, v.value = $text",
+                                 s=iri("tower"), p=iri(p), id=f'"{text}"^^<{XSD}{kind}>', text=text)
+        driver.execute_query("MERGE (v:Value {id: $id}) SET v.value = '1.5', v.datatype = $dt, v.sk = $sk "
+                             "WITH v MATCH (m:Entity {id: $mast}) MERGE (m)-[:$($p)]->(v)",
+                             id=stored, dt=f"{XSD}decimal", sk=sample_hash(stored), mast=iri("mast"), p=iri("height"))
+        driver.execute_query("MATCH (s:TogSetting {key: 'stored_values'}) DELETE s")
+        store = open_spec(neo4j_store)
+        rows = driver.execute_query("MATCH (v:Value) RETURN v.id AS id, v.value AS value, v.sk AS sk, "
+                                    "COUNT { (v)<--() } AS edges").records
+    assert {r["value"] for r in rows} == {value for _, _, value in TYPED.values()}
+    assert all(r["sk"] == sample_hash(r["id"]) for r in rows)
+    assert {r["id"]: r["edges"] for r in rows}[stored] == 2  # the tower's 1.50 and the mast's 1.5: one node
+    assert typed_values(store.kg) == {iri(p): value for p, (_, _, value) in TYPED.items()}
+    assert load_end_state(store.kg.session) == "missing"  # the samples are made again before the next question
+
+
 def test_repeated_lines_and_bad_lines(store_spec, tmp_path):
     good = f"<{iri('a')}> <{iri('r')}> <{iri('b')}> ."
     lines = [good, "this is not a triple", good, f"<{iri('a')}> <{iri('r')}> <{iri('c')}> .", "<broken",

@@ -421,6 +421,22 @@ def test_the_endpoint_shows_the_name_the_embedded_store_shows(endpoint, tmp_path
         remote.close()
 
 
+def test_the_endpoint_reads_typed_values_as_the_embedded_store_does(endpoint, tmp_path):
+    """``test_backends.py``'s typed values, written as a file may write them:
+    Virtuoso keeps them in canonical form as Oxigraph does."""
+    from conftest import iri
+    from test_backends import TYPED, typed_lines, typed_values
+
+    from engine.backends.sparql import SparqlGraph
+
+    spec, local = loaded_both(tmp_path, typed_lines(), "typed")
+    remote = SparqlGraph(spec)
+    try:
+        assert typed_values(remote) == typed_values(local) == {iri(p): stored for p, (_, _, stored) in TYPED.items()}
+    finally:
+        remote.close()
+
+
 @pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "values-in-text"])
 def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_path, prepared):
     """The endpoint picks each pair's sample itself (SHA-1 order) and sends

@@ -44,21 +44,6 @@ def lang_rank(lang: str | None) -> int:
     return 3
 
 
-XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
-
-
-def stored_text(term: ox.Literal) -> str:
-    """A literal's text as the stores give it back: a value of a datatype
-    they know is kept in its canonical form ("042"^^xsd:integer is read as
-    "42"). A name is taken from a file in this form, so that the loads'
-    shown names and linking keys are the ones the KG answers with."""
-    if term.language or term.datatype.value == XSD_STRING:
-        return term.value
-    store = ox.Store()  # (in memory; about 5 µs, and typed names are rare)
-    store.add(ox.Quad(ox.NamedNode("urn:tog:x"), ox.NamedNode("urn:tog:x"), term))
-    return next(iter(store)).object.value
-
-
 # Names in these languages (lang_rank below SHOWN_RANK: English, en-*, untagged) are the ones the
 # embedded store keeps a node's shown name among; a node with none is read (see OxigraphKG.labels)
 SHOWN_RANK = 3

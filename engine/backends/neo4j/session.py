@@ -23,6 +23,8 @@ from engine.graph import DEFAULT_NAME_PREDICATES, Meter, utc_now
 from engine.queries import cypher
 
 SAMPLE_KEYS, SAMPLE_KEY_KIND = "sample_keys", "sha1"  # the setting that says every node has its ``sk``
+STORED_VALUES = "stored_values"  # the setting that says typed values are in their stored form (``stored_literal``)
+log = logging.getLogger("tog")
 
 
 def migrations() -> list[str]:
@@ -94,6 +96,7 @@ class Neo4jSession:
         self._migrate()
         self.database_id: str = self.run("database_id")[0]["id"]
         self._ensure_sample_keys()
+        self._ensure_stored_values()
         self._types: list[str] | None = None
 
     # -- statements -----------------------------------------------------------
@@ -183,6 +186,49 @@ class Neo4jSession:
             if bar is not None:
                 bar.close()
         self.run("setting_set", write=True, key=SAMPLE_KEYS, value=json.dumps(SAMPLE_KEY_KIND))
+
+    def _ensure_stored_values(self) -> None:
+        """Typed values are kept in the form the other stores give them back
+        ("1.50"^^xsd:decimal as 1.5: ``stored_literal``); a database whose
+        loads wrote them as the file did has them rewritten once, here. A
+        value whose stored form is a node already gives it its edges. The
+        kept samples (sorted by the values' sample keys) are then forgotten,
+        and made again before the next question (``load_end_state``)."""
+        if self.setting(STORED_VALUES, False):
+            return
+        from engine.backends.common import sample_hash
+        from engine.backends.neo4j.kg import BIG_PAIRS
+        from engine.graph import XSD_STRING, literal_term, stored_literal
+
+        changed, moved, after = 0, set(), ""
+        while rows := self.run("values_typed_next", write=True, after=after, batch=10_000, string=XSD_STRING):
+            after = rows[-1]["id"]
+            fix = {}
+            for r in rows:
+                term = stored_literal(literal_term(r["id"]))
+                if str(term) != r["id"]:
+                    fix[r["id"]] = term
+            if not fix:
+                continue
+            taken = {r["id"] for r in self.run("values_taken", write=True, ids=sorted({str(t) for t in fix.values()}))}
+            rename, merge = [], []
+            for old, term in fix.items():
+                if str(term) in taken:
+                    merge.append([old, str(term)])
+                else:
+                    taken.add(str(term))
+                    rename.append([old, str(term), term.value, sample_hash(str(term))])
+            self.run("values_rename", write=True, rows=rename)
+            for r in self.run("values_merge", write=True, rows=merge) if merge else []:
+                moved.update(r["subjects"])
+            changed += len(fix)
+        if moved:
+            self.run("hubs_forget", write=True, ids=sorted(moved))
+        if changed:
+            log.info(f"{changed:,} typed values of the Neo4j database put in their stored form (once)")
+            self.run_batched("summaries_clear")
+            self.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps(None))
+        self.run("setting_set", write=True, key=STORED_VALUES, value=json.dumps(True))
 
     def relationship_types(self) -> list[str]:
         """The KG's relationship types (IRIs; tog's own types have none of

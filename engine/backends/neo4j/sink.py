@@ -24,9 +24,10 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from engine.backends.common import chunks, merged_sample, name_rank, sample_hash, stored_text, term_too_long
+from engine.backends.common import chunks, merged_sample, name_rank, sample_hash, term_too_long
 from engine.backends.neo4j.session import Neo4jSession
 from engine.errors import StoreError
+from engine.graph import stored_literal, stored_text
 from engine.queries import cypher
 from engine.store import LoadCheckpoint
 
@@ -66,7 +67,9 @@ PENDING = "samples_pending"  # setting: a load follows the kept samples and has 
 
 
 def literal_parts(term: ox.Literal) -> list:
-    """[id, value, datatype, language, sample key] of a literal, as stored on a Value node."""
+    """[id, value, datatype, language, sample key] of a literal, as stored on
+    a Value node: in the form the other stores give it back (``stored_literal``)."""
+    term = stored_literal(term)
     return [str(term), term.value, term.datatype.value if term.datatype else None, term.language,
             sample_hash(str(term))]
 
