@@ -190,6 +190,7 @@ def test_typed_values_read_the_same_on_every_backend_and_correct_as_written(neo4
     from conftest import load_into
 
     from engine.feedback import correct
+    from engine.graph import utc_now
 
     f = write_nt(tmp_path / "g.nt", typed_lines())
     local, _ = load_into(tmp_path / "local", f)
@@ -200,6 +201,13 @@ def test_typed_values_read_the_same_on_every_backend_and_correct_as_written(neo4
     for store in (local, remote):
         correct(store, remove=[f'<{iri("tower")}>|<{iri("height")}>|"1.50"^^<{XSD}decimal>'], add=[], reason="wrong")
         assert iri("height") not in typed_values(store.kg)
+        # a record an older tog made holds the value it added as written: its revert takes the value away
+        added = correct(store, remove=[], add=[f'<{iri("tower")}>|<{iri("width")}>|"2.5"^^<{XSD}decimal>'],
+                        reason="measured")
+        assert typed_values(store.kg)[iri("width")] == "2.5"
+        added.added = [(iri("tower"), iri("width"), f'"2.50"^^<{XSD}decimal>')]
+        store.need_corrections().revert(added, utc_now())
+        assert iri("width") not in typed_values(store.kg)
 
 
 @pytest.mark.neo4j

@@ -13,8 +13,14 @@ from engine.backends.common import sample_hash
 from engine.backends.neo4j.kg import refresh_samples
 from engine.backends.neo4j.session import Neo4jSession
 from engine.backends.neo4j.sink import literal_parts
-from engine.graph import Correction, Fact, is_literal, literal_term, name_keys
+from engine.graph import Correction, Fact, is_literal, literal_term, name_keys, stored_literal
 from engine.queries import cypher
+
+
+def stored(facts: Sequence[Fact]) -> list[Fact]:
+    """``facts`` with their values in the form Neo4j keeps them
+    (``stored_literal``): a record an older tog made may hold one as written."""
+    return [(s, r, str(stored_literal(literal_term(o))) if is_literal(o) else o) for s, r, o in facts]
 
 
 class Neo4jCorrections:
@@ -24,7 +30,7 @@ class Neo4jCorrections:
         self.session = session
 
     def has_fact(self, fact: Fact) -> bool:
-        s, r, o = fact
+        ((s, r, o),) = stored([fact])
         rows = self.session.run("fact_exists", s=s, r=r, o=o, literal=is_literal(o))
         return bool(rows and rows[0]["found"])
 
@@ -75,10 +81,12 @@ class Neo4jCorrections:
     def revert(self, c: Correction, when: str) -> Correction:
         c.status, c.reverted = "reverted", when
 
+        added, removed = stored(c.added), stored(c.removed)
+
         def work(tx) -> None:
-            self._change(tx, None, c.added, c.removed)  # restored facts carry no correction mark
+            self._change(tx, None, added, removed)  # restored facts carry no correction mark
             self._name(tx, c, False)
-            refresh_samples(tx, self.session, [*c.added, *c.removed])
+            refresh_samples(tx, self.session, [*added, *removed])
             self._save(tx, c)
 
         self.session.write_tx(work)

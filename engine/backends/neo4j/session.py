@@ -202,6 +202,9 @@ class Neo4jSession:
 
         changed, moved, after = 0, set(), ""
         while rows := self.run("values_typed_next", write=True, after=after, batch=10_000, string=XSD_STRING):
+            if not after:  # (a database this tog made has none when it is first opened)
+                log.info("checking the typed values of the Neo4j database once (an older tog wrote them as its "
+                         "files did) ...")
             after = rows[-1]["id"]
             fix = {}
             for r in rows:
