@@ -289,7 +289,7 @@ def test_name_lookups_ask_only_for_the_name_predicates_the_endpoint_uses(stores)
         assert remote.kg.labels(ids) == local.kg.labels(ids)
         assert remote.kg.labels(ids) == local.kg.labels(ids)
         assert [t.value for (t,) in remote.kg._name_terms()] == want
-        assert len(sent) == 3  # the check once, then one request per lookup
+        assert len(sent) == 3  # the check once, then one request per lookup (names in English only: all asked)
         unused = [p for p in remote.kg.name_predicates if p not in held]
         assert not any(f"<{p}>" in sent[-1] for p in unused)
     finally:
@@ -417,6 +417,48 @@ def test_the_endpoint_shows_the_name_the_embedded_store_shows(endpoint, tmp_path
         ids = list(expected())
         assert remote.labels(ids) == local.labels(ids)
         assert len(local.labels(ids)) > 10
+    finally:
+        remote.close()
+
+
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "values-in-text"])
+def test_the_endpoint_sends_a_row_a_node_named_in_300_languages(endpoint, tmp_path, prepared):
+    """A node named in English and 299 other languages comes back by its
+    English name alone (``shown_only.rq``: the KG names things in other
+    languages), in an expansion, a labels request and a topic's; a node
+    named only in other languages by all of them, asked next; the same
+    names as the embedded store shows."""
+    from conftest import iri
+    from test_shown_names import BORDERS, SPECIAL, _counting, expected, many_lines, special_lines
+
+    from engine.backends.sparql import SparqlGraph
+    from engine.graph import Relation
+
+    quay = [f"<{iri('quay')}> <{iri('moors')}> <{iri(x)}> ." for x in ("cvt0", "cvt1", "far", "n1")]
+    spec, local = loaded_both(tmp_path, many_lines()[:40 * 301 + 1] + special_lines() + quay, "languages")
+    remote = SparqlGraph(spec, prepared=prepared, memo=False)
+    try:
+        pair = [(iri("harbour"), BORDERS)]
+        remote.labels([iri("harbour")])  # (the name predicates it uses: asked once)
+        rows = _counting(remote)
+        got = {c.node.id: c.node.name for c in remote.expand(pair, limit=20)}
+        assert got == {c.node.id: c.node.name for c in local.expand(pair, limit=20)} and len(got) == 20
+        assert sum(rows) <= 21 + 2  # a page of 21, not 21 x 300 names
+        ids = [i for i in expected() if i in local.labels(list(expected()))]
+        rows.clear()
+        assert remote.labels(ids) == local.labels(ids)
+        assert sum(rows) <= len(ids) + 2 * len(SPECIAL)  # (the special nodes: a few names each)
+        rows.clear()
+        assert remote.topic_labels([iri("n3"), iri("far")]) == local.labels([iri("n3"), iri("far")])
+        assert sum(rows) < 100  # their names: one and two; the rest are relations
+        # a page's neighbour named in other languages only is asked for its names; one with none (a CVT) is not
+        asked_again: list[list[str]] = []
+        names = remote._names
+        remote._names = lambda iris, shown: (asked_again.append(list(iris)) if not shown else None) or names(iris, shown)
+        moors = [(iri("quay"), Relation(iri("moors"), "out"))]
+        assert [(c.node.id, c.node.name) for c in remote.expand(moors)] == \
+            [(c.node.id, c.node.name) for c in local.expand(moors)]
+        assert asked_again == [[iri("far")]]
     finally:
         remote.close()
 
@@ -896,13 +938,13 @@ SELECT ?k ?po ?pi ?n WHERE {
 }""",
         {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/b'}),
     "labels": ("""\
-SELECT ?k ?np ?name WHERE { { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) } BIND(0 AS ?k) }
-    UNION { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) } BIND(1 AS ?k) } }""",
+SELECT ?k ?np ?name WHERE { { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  BIND(0 AS ?k) }
+    UNION { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  BIND(1 AS ?k) } }""",
         {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/b'}),
     "topics": ("""\
 SELECT ?k ?np ?name ?po ?pi ?n WHERE {
-  { { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) } BIND(0 AS ?k) }
-    UNION { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) } BIND(1 AS ?k) } }
+  { { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  BIND(0 AS ?k) }
+    UNION { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  BIND(1 AS ?k) } }
   UNION
   { SELECT ?k ?po (COUNT(*) AS ?n) WHERE { { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?po ?x . BIND(0 AS ?k) }
     UNION { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?po ?x . BIND(1 AS ?k) } } GROUP BY ?k ?po }
@@ -912,7 +954,7 @@ SELECT ?k ?np ?name ?po ?pi ?n WHERE {
 }""",
         {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/b'}),
     "page": ("""\
-SELECT ?i ?x ?np ?name WHERE {
+SELECT ?i ?x ?np ?name ?other WHERE {
   { { { SELECT ?x WHERE { `bif:iri_to_id(bif:http_param('tog0'), 0)` `bif:iri_to_id(bif:http_param('tog1'), 0)` ?x . FILTER(!isBlank(?x)) }
     ORDER BY (IF(isIRI(?x) && REGEX(STR(?x), "^[!-~]*$"), SHA1(STR(?x)), ""))
     LIMIT 4 OFFSET 0 }
@@ -924,7 +966,8 @@ SELECT ?i ?x ?np ?name WHERE {
     LIMIT 4 OFFSET 0 }
   BIND(1 AS ?i) }
  }
-  OPTIONAL { ?x ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) } }
+  OPTIONAL { ?x ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  }
+  
 }""",
         {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/r', 'tog2': 'http://example.org/b', 'tog3': 'http://example.org/r'}),
     "schema_tails_out": ("""\

@@ -91,7 +91,6 @@ from engine.graph import (
     Relation,
     RelationPolicy,
     is_literal,
-    literal_value,
     local_name,
     name_key,
     stored_literal,
@@ -457,7 +456,8 @@ class SparqlGraph(SparqlReads):
             rows = self._slot_rows("topics", iris)
         else:
             entities = sparql_values([(ox.NamedNode(i),) for i in iris])
-            rows = self._select(render("topics", entities=entities, names=sparql_values(self._name_terms())))
+            rows = self._select(render("topics", entities=entities, names=sparql_values(self._name_terms()),
+                                       only=self.only(True)))
         name_rows = [(r["e"].value, r["np"].value, r["name"]) for r in rows if r["name"] is not None]
         around = self._relations_from((r for r in rows if r["po"] is not None or r["pi"] is not None), iris)
         if len(self._ahead) > AHEAD_MAX:  # topics of questions that never got to search
@@ -465,7 +465,9 @@ class SparqlGraph(SparqlReads):
         self._ahead.update(around)
         for e, rels in around.items():
             self.listings.put(e, tuple(rels))
-        return self._pick_names(name_rows)
+        names = self._pick_names(name_rows)
+        rest = [i for i in iris if i not in names]  # (no English or untagged name: all of theirs, asked again)
+        return {**names, **(self._names(rest, shown=False) if rest and self.only(True) else {})}
 
     def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
         """The relations around ``entities``: those listed with a topic's
@@ -488,13 +490,11 @@ class SparqlGraph(SparqlReads):
                 self.listings.put(e, out[e])
         return {e: list(out[e]) for e in entities}
 
-    def labels(self, ids: Sequence[str]) -> dict[str, str]:
-        iris = [i for i in dict.fromkeys(ids) if not is_literal(i)]
+    def _names(self, iris: Sequence[str], shown: bool) -> dict[str, str]:
         if not self._prepare(iris):
-            return super().labels(ids)
-        out = {i: literal_value(i) for i in ids if is_literal(i)}
-        out.update(self._pick_names((r["e"].value, r["np"].value, r["name"]) for r in self._slot_rows("labels", iris)))
-        return out
+            return super()._names(iris, shown)
+        return self._pick_names((r["e"].value, r["np"].value, r["name"])
+                                for r in self._slot_rows("labels" if shown else "labels_all", iris))
 
     # -- prepared queries (Virtuoso) --------------------------------------------
     def _prepare(self, values: Sequence) -> bool:
@@ -529,15 +529,15 @@ class SparqlGraph(SparqlReads):
             def around() -> dict[str, str]:
                 return {"out": branches("prepared_around_out"), "in": branches("prepared_around_in")}
 
-            def named() -> str:
-                return branches("prepared_named", names=sparql_values(self._name_terms()))
+            def named(shown: bool = True) -> str:
+                return branches("prepared_named", names=sparql_values(self._name_terms()), only=self.only(shown))
 
             if kind == "relations":
                 text = render("prepared_relations", **around())
             elif kind == "topics":
                 text = render("prepared_topics", named=named(), **around())
-            elif kind == "labels":
-                text = render("prepared_labels", named=named())
+            elif kind in ("labels", "labels_all"):
+                text = render("prepared_labels", named=named(kind == "labels"))
             elif kind == "schema_around":
                 text = render("prepared_schema_around", branches=branches(
                     "prepared_schema_around_out", "prepared_schema_around_in", limit=SCHEMA_EDGES))
@@ -658,6 +658,9 @@ class SparqlGraph(SparqlReads):
         unordered: dict[tuple[str, Relation], int] = {}  # what the endpoint cannot order (first)
         name_rows: list[tuple[str, str, ox.Literal]] = []
         names: dict[str, str] = {}
+        other_names: dict[str, str] = {}  # of neighbours with no English or untagged name, asked again
+        asked_all: set[str] = set()
+        elsewhere: set[str] = set()
         # pair -> (offset, size) of its next page; a pair known to be big gets its whole window at once,
         # for the server sorts all of it for every page (about 2.7 s for a million edges)
         todo = {pair: (0, CANDIDATE_WINDOW * limit if not over and (pair[1].degree or 0) > WINDOW_AT_ONCE else first)
@@ -675,7 +678,14 @@ class SparqlGraph(SparqlReads):
                     got[pair][xid] = x
                     if row["name"] is not None:
                         name_rows.append((xid, row["np"].value, row["name"]))
+                    elif row["other"] is not None and xid not in asked_all:
+                        elsewhere.add(xid)
             names = self._pick_names(name_rows)
+            if elsewhere:  # named in other languages only (a CVT has no name at all: not asked)
+                asked_all.update(elsewhere)
+                other_names.update(self._names(sorted(elsewhere), shown=False))
+                elsewhere.clear()
+            names.update(other_names)
             following = {}
             for pair, (offset, page) in todo.items():
                 rows = got[pair]
@@ -723,6 +733,14 @@ class SparqlGraph(SparqlReads):
                                  (lambda unnamed, lim: look_through(self, unnamed, lim)) if through else nothing_behind,
                                  over=over, size=size, counts=counts)
 
+    def _page_names(self) -> dict[str, str]:
+        """How a page asks for its neighbours' names: all of them, or in a KG
+        with names in other languages than English the names they are shown
+        by, and whether a neighbour without one has others (``?other``)."""
+        if not self.only(True):
+            return {"only": "", "other": ""}
+        return {"only": self.only(True), "other": render("shown_other", names=sparql_values(self._name_terms()))}
+
     def _page_query(self, part: Sequence[tuple[str, Relation]], pages: dict
                     ) -> tuple[str, list[tuple[str, str]], Sequence[tuple[str, Relation] | None]]:
         """One request for a page (offset, size) of each pair in ``part``:
@@ -743,7 +761,7 @@ class SparqlGraph(SparqlReads):
                 else:
                     blocks.append(render(f"tails_page_{r.direction}", pair=sparql_values([row]),
                                          limit=size + 1, offset=offset))
-            return render("tails_page", pages=sparql_union(blocks), names=names), [], part
+            return render("tails_page", pages=sparql_union(blocks), names=names, **self._page_names()), [], part
         for direction in ("out", "in"):
             group = [pair for pair in part if pair[1].direction == direction]
             for j in range(_slots(len(group)) if group else 0):
@@ -758,7 +776,7 @@ class SparqlGraph(SparqlReads):
                 else:
                     blocks.append(render(f"prepared_tails_page_{direction}", e=e, p=p, i=i, limit=size + 1,
                                          offset=offset))
-        return render("tails_page", pages=sparql_union(blocks), names=names), params, slot_pairs
+        return render("tails_page", pages=sparql_union(blocks), names=names, **self._page_names()), params, slot_pairs
 
     def close(self) -> None:
         self._hang_up()

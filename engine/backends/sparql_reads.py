@@ -15,7 +15,15 @@ from collections.abc import Callable, Iterable, Sequence
 
 import pyoxigraph as ox
 
-from engine.backends.common import SCHEMA_READ, SCHEMA_TAILS, chunks, informative, label_relations, lang_rank
+from engine.backends.common import (
+    SCHEMA_READ,
+    SCHEMA_TAILS,
+    SHOWN_RANK,
+    chunks,
+    informative,
+    label_relations,
+    lang_rank,
+)
 from engine.graph import (
     DEFAULT_POLICY,
     Direction,
@@ -32,12 +40,16 @@ from engine.queries import render, sparql, sparql_term, sparql_union, sparql_val
 
 BATCH = 400  # VALUES rows per query: keeps query texts small and plans simple
 UNION_BATCH = 64  # branches per query that joins a batch by UNION
+LANGUAGE_SAMPLE = 500  # names whose languages tell whether the KG names things in other languages
 Degrees = dict[tuple[str, Direction], dict[str, int]]  # (entity, direction) -> {relation: degree}
 
 
 def lang_rank_of(term: object) -> int:
     """Lower is better: English, then no language, then anything else (9: not a literal)."""
     return lang_rank(term.language) if isinstance(term, ox.Literal) else 9
+
+
+_SHOWN_ONLY = "\n".join(line for line in sparql("shown_only").splitlines() if line and not line.startswith("#"))
 
 
 def node_id(term: ox.NamedNode | ox.Literal | ox.BlankNode) -> str:
@@ -82,6 +94,7 @@ class SparqlReads(KnowledgeGraph):
         self.meter = Meter()
         self._relation_labels: dict[str, str | None] = {}
         self._used_names: tuple[object, list[tuple[ox.NamedNode]]] | None = None
+        self._multilingual = False  # names in other languages than English among a sample (``_name_terms``)
 
     # -- what a subclass provides ---------------------------------------------
     @property
@@ -103,9 +116,19 @@ class SparqlReads(KnowledgeGraph):
         generation = (self._generation(), self.name_predicates)
         if self._used_names is None or self._used_names[0] != generation:
             terms = [(ox.NamedNode(p),) for p in self.name_predicates]
-            used = {r["np"].value for r in self._select(render("name_predicates", names=values(terms)))}
+            rows = self._select(render("name_predicates", names=values(terms), sample=LANGUAGE_SAMPLE))
+            used = {r["np"].value for r in rows if r["np"] is not None}
             self._used_names = (generation, [t for t in terms if t[0].value in used] or terms)
+            self._multilingual = any(lang_rank(r["lang"].value) >= SHOWN_RANK for r in rows if r["lang"] is not None)
         return self._used_names[1]
+
+    def only(self, shown: bool) -> str:
+        """The filter that keeps the names a node is shown by
+        (``shown_only.rq``), when asked and when the KG's names are in
+        other languages too (a sample of LANGUAGE_SAMPLE at ``_name_terms``);
+        else none."""
+        self._name_terms()
+        return _SHOWN_ONLY if shown and self._multilingual else ""
 
     def _pick_names(self, rows: Iterable[tuple[str, str | None, object]]) -> dict[str, str]:
         """Best name per id from (id, name predicate, literal) rows: English
@@ -122,10 +145,23 @@ class SparqlReads(KnowledgeGraph):
         return {k: v[1] for k, v in best.items()}
 
     def labels(self, ids: Sequence[str]) -> dict[str, str]:
+        """Names by the names the nodes are shown by (``shown_only.rq``,
+        in a KG with names in other languages); the nodes without any such
+        name are asked again for all of theirs."""
         out = {i: literal_value(i) for i in ids if is_literal(i)}
         iris = [i for i in dict.fromkeys(ids) if not is_literal(i)]
+        out.update(self._names(iris, shown=True))
+        rest = [i for i in iris if i not in out]
+        if rest and self.only(True):  # (in a KG named in English only, the first request asked for all)
+            out.update(self._names(rest, shown=False))
+        return out
+
+    def _names(self, iris: Sequence[str], shown: bool) -> dict[str, str]:
+        """The best name of each of ``iris`` that has one, from the names it
+        is shown by (``shown``) or from all of its names."""
+        out: dict[str, str] = {}
         for part in chunks(iris, BATCH):
-            text = render("labels", entities=iri_rows(part), names=values(self._name_terms()))
+            text = render("labels", entities=iri_rows(part), names=values(self._name_terms()), only=self.only(shown))
             out.update(self._pick_names((r["e"].value, r["np"].value, r["name"]) for r in self._select(text)
                                         if r["np"] is not None))
         return out

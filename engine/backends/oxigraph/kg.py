@@ -321,7 +321,8 @@ class OxigraphKG(SparqlReads):
                 found = self.db.index.shown(iris)
             if found is not None:
                 out.update(found)
-                iris = [i for i in iris if i not in found]
+                rest = [i for i in iris if i not in found]  # (none of them has an English or untagged name)
+                return {**out, **(self._names(rest, shown=False) if rest else {})}
         if iris:
             out.update(super().labels(iris))
         return out
@@ -399,7 +400,7 @@ class OxigraphKG(SparqlReads):
         order = {p: i for i, p in enumerate(self.name_predicates)}
         rows = []
         for part in chunks(entities, BATCH):
-            text = render("labels", entities=iri_rows(part), names=values(self._name_terms()))
+            text = render("labels", entities=iri_rows(part), names=values(self._name_terms()), only=self.only(True))
             for r in self._select(text):
                 name = r["name"]
                 if r["np"] is not None and isinstance(name, ox.Literal) \
