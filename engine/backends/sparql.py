@@ -465,9 +465,7 @@ class SparqlGraph(SparqlReads):
         self._ahead.update(around)
         for e, rels in around.items():
             self.listings.put(e, tuple(rels))
-        names = self._pick_names(name_rows)
-        rest = [i for i in iris if i not in names]  # (no English or untagged name: all of theirs, asked again)
-        return {**names, **(self._names(rest, shown=False) if rest and self.only(True) else {})}
+        return self._with_the_rest(iris, self._pick_names(name_rows))
 
     def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:
         """The relations around ``entities``: those listed with a topic's
@@ -737,9 +735,8 @@ class SparqlGraph(SparqlReads):
         """How a page asks for its neighbours' names: all of them, or in a KG
         with names in other languages than English the names they are shown
         by, and whether a neighbour without one has others (``?other``)."""
-        if not self.only(True):
-            return {"only": "", "other": ""}
-        return {"only": self.only(True), "other": render("shown_other", names=sparql_values(self._name_terms()))}
+        only = self.only(True)
+        return {"only": only, "other": render("shown_other", names=sparql_values(self._name_terms())) if only else ""}
 
     def _page_query(self, part: Sequence[tuple[str, Relation]], pages: dict
                     ) -> tuple[str, list[tuple[str, str]], Sequence[tuple[str, Relation] | None]]:

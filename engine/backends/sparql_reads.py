@@ -150,11 +150,14 @@ class SparqlReads(KnowledgeGraph):
         name are asked again for all of theirs."""
         out = {i: literal_value(i) for i in ids if is_literal(i)}
         iris = [i for i in dict.fromkeys(ids) if not is_literal(i)]
-        out.update(self._names(iris, shown=True))
-        rest = [i for i in iris if i not in out]
-        if rest and self.only(True):  # (in a KG named in English only, the first request asked for all)
-            out.update(self._names(rest, shown=False))
-        return out
+        return {**out, **self._with_the_rest(iris, self._names(iris, shown=True))}
+
+    def _with_the_rest(self, iris: Sequence[str], names: dict[str, str]) -> dict[str, str]:
+        """``names`` (from the names ``iris`` are shown by) and, in a KG with
+        names in other languages, those of the rest from all of their names
+        (in a KG named in English only, the first request asked for all)."""
+        rest = [i for i in iris if i not in names]
+        return {**names, **self._names(rest, shown=False)} if rest and self.only(True) else names
 
     def _names(self, iris: Sequence[str], shown: bool) -> dict[str, str]:
         """The best name of each of ``iris`` that has one, from the names it
