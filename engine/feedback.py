@@ -30,7 +30,7 @@ from engine.graph import (
     is_literal,
     literal_term,
     local_name,
-    stored_literal,
+    stored_id,
     utc_now,
 )
 from engine.linking import resolve
@@ -102,7 +102,7 @@ def _objects(kg: KnowledgeGraph, text: str, made: dict[str, str] | None = None) 
     text = text.strip()
     if is_literal(text):
         try:
-            return [str(stored_literal(literal_term(text)))]  # (as the KG holds it: Neo4j matches by text)
+            return [stored_id(text)]
         except (SyntaxError, ValueError, StopIteration):
             raise CorrectionError(f"object {text!r} is not an N-Triples literal") from None
     return _entities(kg, text, "object", made)

@@ -362,6 +362,12 @@ def _canonical(value: str, datatype: str) -> str:
     return next(iter(store)).object.value
 
 
+def stored_id(node_id: str) -> str:
+    """A literal id (``"1.50"^^<...#decimal>``) as the stores keep it
+    (``stored_literal``); Neo4j matches values by this text."""
+    return str(stored_literal(literal_term(node_id)))
+
+
 def stored_text(term: ox.Literal) -> str:
     """``stored_literal``'s text: a name as the KG gives it back."""
     return stored_literal(term).value

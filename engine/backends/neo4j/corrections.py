@@ -13,14 +13,14 @@ from engine.backends.common import sample_hash
 from engine.backends.neo4j.kg import refresh_samples
 from engine.backends.neo4j.session import Neo4jSession
 from engine.backends.neo4j.sink import literal_parts
-from engine.graph import Correction, Fact, is_literal, literal_term, name_keys, stored_literal
+from engine.graph import Correction, Fact, is_literal, literal_term, name_keys, stored_id
 from engine.queries import cypher
 
 
 def stored(facts: Sequence[Fact]) -> list[Fact]:
     """``facts`` with their values in the form Neo4j keeps them
     (``stored_literal``): a record an older tog made may hold one as written."""
-    return [(s, r, str(stored_literal(literal_term(o))) if is_literal(o) else o) for s, r, o in facts]
+    return [(s, r, stored_id(o) if is_literal(o) else o) for s, r, o in facts]
 
 
 class Neo4jCorrections:
