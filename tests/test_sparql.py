@@ -667,6 +667,60 @@ def test_a_process_has_the_endpoint_sort_a_crowded_pair_and_list_a_hub_once(endp
         forgetful.close()
 
 
+
+def test_a_prepared_listing_counts_a_hub_apart_past_its_first_read(endpoint, tmp_path, monkeypatch):
+    """A prepared listing reads at most LISTED_AT_ONCE of an entity's edges
+    each way (here 50): an entity that reaches it, one way or the other, is
+    asked again, each relation counted whole, in one request for the batch's
+    hubs. Its relations and degrees equal the embedded store's, a relation
+    past the first read's rows included; a batch without a hub costs one
+    request, and so do topics' relations read with their names."""
+    from engine.backends.sparql import SparqlGraph
+
+    monkeypatch.setattr("engine.backends.sparql.LISTED_AT_ONCE", 50)
+    ex = "http://example.org/listed/"
+    label = "http://www.w3.org/2000/01/rdf-schema#label"
+    hub, exact, small = f"{ex}hub", f"{ex}exact", f"{ex}small"
+    lines = [f'<{e}> <{label}> "{e[-5:]}" .' for e in (hub, exact, small)]
+    lines += [f"<{ex}fan{i}> <{ex}likes> <{hub}> ." for i in range(70)]
+    lines += [f"<{ex}zz{i}> <{ex}zz_rare> <{hub}> ." for i in range(2)]
+    lines += [f"<{hub}> <{ex}born_in> <{ex}city> .", f"<{small}> <{ex}likes> <{hub}> ."]
+    lines += [f"<{exact}> <{ex}links> <{ex}n{i}> ." for i in range(50)]  # just the cap: asked again
+    spec, local = loaded_both(tmp_path, lines, "listed")
+    kg = SparqlGraph(spec, prepared=True, memo=False)
+    texts: list[str] = []
+    plain_select = kg._select
+
+    def spy(text, params=()):
+        rows = plain_select(text, params)
+        texts.append(text)
+        if "LIMIT 50" in text:  # the first read: at most the cap each way of each entity
+            for e in range(len(params)):
+                for way in ("po", "pi"):
+                    assert sum(int(r["n"].value) for r in rows if r[way] is not None and r["k"].value == str(e)) <= 50
+        return rows
+
+    kg._select = spy
+    kg._name_terms()
+    kg.relations([hub, exact, small])  # (the relations' own names: asked once, here)
+    try:
+        for batch, hubs in (([small], 0), ([hub, small], 1), ([small, exact, hub], 2), ([exact], 1)):
+            texts.clear()
+            got, want = kg.relations(batch), local.relations(batch)
+            assert got == want
+            assert {e: [(r.id, r.direction, r.degree) for r in rels] for e, rels in got.items()} == \
+                {e: [(r.id, r.direction, r.degree) for r in rels] for e, rels in want.items()}
+            assert [("GROUP BY ?pi }" in t) for t in texts] == [False] + [True] * bool(hubs), batch
+            assert len(texts) == 1 + bool(hubs)
+        assert {(r.id, r.degree) for r in local.relations([hub])[hub]} >= {(f"{ex}likes", 71), (f"{ex}zz_rare", 2)}
+        texts.clear()
+        assert kg.topic_labels([hub, small]) == local.labels([hub, small])
+        assert len(texts) == 2 and kg.relations([hub, small]) == local.relations([hub, small]) and len(texts) == 2
+        assert [(r.id, r.degree) for r in kg.relations([hub])[hub]] == \
+            [(r.id, r.degree) for r in local.relations([hub])[hub]]
+    finally:
+        kg.close()
+
 def test_the_memo_keeps_the_most_recently_used():
     """A process keeps at most ``size`` reads, dropping the least recently
     used; ``size`` 0 keeps none."""
@@ -930,11 +984,20 @@ def test_an_answer_whose_slot_is_not_in_the_query_is_one_error(tmp_path):
 PINNED = {
     "relations": ("""\
 SELECT ?k ?po ?pi ?n WHERE {
-  { SELECT ?k ?po (COUNT(*) AS ?n) WHERE { { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?po ?x . BIND(0 AS ?k) }
-    UNION { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?po ?x . BIND(1 AS ?k) } } GROUP BY ?k ?po }
+  { SELECT ?k ?po (COUNT(*) AS ?n) WHERE { { { SELECT ?po WHERE { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?po ?x . } LIMIT 10000 } BIND(0 AS ?k) }
+    UNION { { SELECT ?po WHERE { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?po ?x . } LIMIT 10000 } BIND(1 AS ?k) } } GROUP BY ?k ?po }
   UNION
-  { SELECT ?k ?pi (COUNT(*) AS ?n) WHERE { { ?x ?pi `bif:iri_to_id(bif:http_param('tog0'), 0)` . BIND(0 AS ?k) }
-    UNION { ?x ?pi `bif:iri_to_id(bif:http_param('tog1'), 0)` . BIND(1 AS ?k) } } GROUP BY ?k ?pi }
+  { SELECT ?k ?pi (COUNT(*) AS ?n) WHERE { { { SELECT ?pi WHERE { ?x ?pi `bif:iri_to_id(bif:http_param('tog0'), 0)` . } LIMIT 10000 } BIND(0 AS ?k) }
+    UNION { { SELECT ?pi WHERE { ?x ?pi `bif:iri_to_id(bif:http_param('tog1'), 0)` . } LIMIT 10000 } BIND(1 AS ?k) } } GROUP BY ?k ?pi }
+}""",
+        {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/b'}),
+    "hub_relations": ("""\
+SELECT ?k ?po ?pi ?n WHERE {
+  { { SELECT ?po (COUNT(*) AS ?n) WHERE { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?po ?x . } GROUP BY ?po } BIND(0 AS ?k) }
+    UNION { { SELECT ?po (COUNT(*) AS ?n) WHERE { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?po ?x . } GROUP BY ?po } BIND(1 AS ?k) }
+  UNION
+  { { SELECT ?pi (COUNT(*) AS ?n) WHERE { ?x ?pi `bif:iri_to_id(bif:http_param('tog0'), 0)` . } GROUP BY ?pi } BIND(0 AS ?k) }
+    UNION { { SELECT ?pi (COUNT(*) AS ?n) WHERE { ?x ?pi `bif:iri_to_id(bif:http_param('tog1'), 0)` . } GROUP BY ?pi } BIND(1 AS ?k) }
 }""",
         {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/b'}),
     "labels": ("""\
@@ -946,11 +1009,11 @@ SELECT ?k ?np ?name ?po ?pi ?n WHERE {
   { { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  BIND(0 AS ?k) }
     UNION { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  BIND(1 AS ?k) } }
   UNION
-  { SELECT ?k ?po (COUNT(*) AS ?n) WHERE { { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?po ?x . BIND(0 AS ?k) }
-    UNION { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?po ?x . BIND(1 AS ?k) } } GROUP BY ?k ?po }
+  { SELECT ?k ?po (COUNT(*) AS ?n) WHERE { { { SELECT ?po WHERE { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?po ?x . } LIMIT 10000 } BIND(0 AS ?k) }
+    UNION { { SELECT ?po WHERE { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?po ?x . } LIMIT 10000 } BIND(1 AS ?k) } } GROUP BY ?k ?po }
   UNION
-  { SELECT ?k ?pi (COUNT(*) AS ?n) WHERE { { ?x ?pi `bif:iri_to_id(bif:http_param('tog0'), 0)` . BIND(0 AS ?k) }
-    UNION { ?x ?pi `bif:iri_to_id(bif:http_param('tog1'), 0)` . BIND(1 AS ?k) } } GROUP BY ?k ?pi }
+  { SELECT ?k ?pi (COUNT(*) AS ?n) WHERE { { { SELECT ?pi WHERE { ?x ?pi `bif:iri_to_id(bif:http_param('tog0'), 0)` . } LIMIT 10000 } BIND(0 AS ?k) }
+    UNION { { SELECT ?pi WHERE { ?x ?pi `bif:iri_to_id(bif:http_param('tog1'), 0)` . } LIMIT 10000 } BIND(1 AS ?k) } } GROUP BY ?k ?pi }
 }""",
         {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/b'}),
     "page": ("""\
@@ -1023,6 +1086,7 @@ def test_prepared_query_texts_are_pinned(tmp_path):
     with answering(reply, "Virtuoso/07.20.3229 (Linux)") as port:
         kg = SparqlGraph(f"sparql+http://127.0.0.1:{port}/sparql", memo=False)  # every text sent, none kept
         kg.relations([a, b])
+        kg._slot_rows("hub_relations", [a, b])  # (asked for the entities a listing found to be hubs)
         kg.labels([a, b])
         kg.topic_labels([a, b])
         kg.expand([(a, r), (b, Relation(r.id, "in"))], limit=3)

@@ -108,6 +108,7 @@ SORTED_MAX = 10_000  # rows Virtuoso sorts for ORDER BY ... LIMIT (MaxSortedTopR
 LISTINGS_KEPT = 20_000  # entities whose relations a process keeps (Memo)
 PAGES_KEPT = 2_000  # crowded pairs whose candidates a process keeps (Memo)
 WINDOW_AT_ONCE = 10_000  # edges past which a pair's first page is its whole window (one sort on the server)
+LISTED_AT_ONCE = 10_000  # edges each way a prepared listing reads of an entity; a hub with more is counted again
 NAMES_AT_ONCE = 1_000  # rows of a name lookup before it is asked again key by key, each bounded
 SCHEMAS_KEPT = 20_000  # look-ahead schemas of relations, and reads of their sampled tails, a process keeps (Memo)
 
@@ -454,6 +455,8 @@ class SparqlGraph(SparqlReads):
             return self.labels(ids)  # (relations listed earlier in this process: names only)
         if self._prepare(iris):
             rows = self._slot_rows("topics", iris)
+            rows = [r for r in rows if r["name"] is not None] + self._hubs_counted(
+                [r for r in rows if r["name"] is None], iris)
         else:
             entities = sparql_values([(ox.NamedNode(i),) for i in iris])
             rows = self._select(render("topics", entities=entities, names=sparql_values(self._name_terms()),
@@ -481,12 +484,29 @@ class SparqlGraph(SparqlReads):
             else:
                 todo.append(e)
         if todo:
-            found = self._relations_from(self._slot_rows("relations", todo), todo) if self._prepare(todo) \
-                else super().relations(todo)
+            found = self._relations_from(self._hubs_counted(self._slot_rows("relations", todo), todo), todo) \
+                if self._prepare(todo) else super().relations(todo)
             for e in todo:
                 out[e] = tuple(found[e])
                 self.listings.put(e, out[e])
         return {e: list(out[e]) for e in entities}
+
+    def _hubs_counted(self, rows: list, iris: Sequence[str]) -> list:
+        """The rows of a prepared listing (``?e ?po ?pi ?n``), where an
+        entity whose first read reached LISTED_AT_ONCE edges one way (a hub:
+        it may have relations past them, and more edges) has its rows
+        replaced by its relations counted whole, a request per PREPARED_MAX
+        hubs (``prepared_hub_relations.rq``)."""
+        read: dict[tuple[str, str], int] = defaultdict(int)
+        for r in rows:
+            read[(r["e"].value, "out" if r["po"] is not None else "in")] += int(r["n"].value)
+        hubs = {e for (e, _), n in read.items() if n >= LISTED_AT_ONCE}
+        if not hubs:
+            return rows
+        rows = [r for r in rows if r["e"].value not in hubs]
+        for part in chunks([e for e in iris if e in hubs], PREPARED_MAX):
+            rows += self._slot_rows("hub_relations", part)
+        return rows
 
     def _names(self, iris: Sequence[str], shown: bool) -> dict[str, str]:
         if not self._prepare(iris):
@@ -525,13 +545,17 @@ class SparqlGraph(SparqlReads):
                                           for n in range(slots) for name in names)
 
             def around() -> dict[str, str]:
-                return {"out": branches("prepared_around_out"), "in": branches("prepared_around_in")}
+                return {"out": branches("prepared_around_out", cap=LISTED_AT_ONCE),
+                        "in": branches("prepared_around_in", cap=LISTED_AT_ONCE)}
 
             def named(shown: bool = True) -> str:
                 return branches("prepared_named", names=sparql_values(self._name_terms()), only=self.only(shown))
 
             if kind == "relations":
                 text = render("prepared_relations", **around())
+            elif kind == "hub_relations":
+                text = render("prepared_hub_relations", out=branches("prepared_counted_out"),
+                              **{"in": branches("prepared_counted_in")})
             elif kind == "topics":
                 text = render("prepared_topics", named=named(), **around())
             elif kind in ("labels", "labels_all"):
