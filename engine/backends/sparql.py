@@ -29,6 +29,10 @@ of more than PREPARED_MAX entities go in one query with the values in its
 text, then faster than several prepared ones. Other endpoints get the
 same queries with the values in ``VALUES`` blocks.
 
+A prepared listing reads at most LISTED_AT_ONCE of each entity's edges each
+way; an entity that has more (a hub) is asked again, each relation counted
+apart, which Virtuoso counts 4x faster than grouped by entity and relation
+(the endpoint has no summary: that second read counts all the hub's edges).
 What costs the server a hub's edges is asked once per process (``Memo``):
 the relations around an entity (listed with their degrees) and a crowded
 pair's candidates; a pair known to be big gets its whole window in its
