@@ -108,6 +108,8 @@ WHOLE = 10 ** 9  # the page size that asks for a pair whole
 AHEAD_MAX = 1_000  # topics whose relations wait for the search
 PREPARED_MAX = 32  # entities (or pairs) a prepared query takes; more go in one VALUES query
 PAD = "urn:x-tog:unused-slot"  # the IRI of an unused slot: no store holds it
+PROBE_TEXT = "G\u00e9rard \u2615 \U0001F600"  # the prepared probe's non-ASCII text, and its SHA-1 as we compute it
+PROBE_HASH = hashlib.sha1(PROBE_TEXT.encode("utf-8")).hexdigest()
 SORTED_MAX = 10_000  # rows Virtuoso sorts for ORDER BY ... LIMIT (MaxSortedTopRows); beyond, a pair comes whole
 LISTINGS_KEPT = 20_000  # entities whose relations a process keeps (Memo)
 PAGES_KEPT = 2_000  # crowded pairs whose candidates a process keeps (Memo)
@@ -353,17 +355,19 @@ class SparqlGraph(SparqlReads):
         return DEFAULT_NAME_PREDICATES
 
     def _runs_prepared(self) -> bool:
-        """Whether the endpoint is a Virtuoso that reads slots, and knows
-        the function the prepared pages hash IRIs with: one probe."""
+        """Whether the endpoint is a Virtuoso that reads slots, and hashes
+        non-ASCII text marked as UTF-8 as we do, as the prepared pages hash
+        IRIs (``prepared_tails_page_*.rq``): one probe."""
         if "virtuoso" not in self._server.lower():
             return False
-        probe = (f"SELECT ?v WHERE {{ OPTIONAL {{ {prepared_slot(0)} ?p ?o }} BIND(bif:http_param('tog0') AS ?v) "
-                 "BIND(SHA1(bif:__box_flags_tweak(?v, 2)) AS ?h) }")
+        probe = (f"SELECT ?v ?h WHERE {{ OPTIONAL {{ {prepared_slot(0)} ?p ?o }} BIND(bif:http_param('tog0') AS ?v) "
+                 "BIND(SHA1(bif:__box_flags_tweak(bif:http_param('tog1'), 2)) AS ?h) }")
         try:
-            rows = self._remote(probe, [("tog0", PAD)])
+            rows = self._remote(probe, [("tog0", PAD), ("tog1", PROBE_TEXT)])
         except StoreError:
             return False
-        return isinstance(rows, list) and len(rows) == 1 and rows[0]["v"] is not None and rows[0]["v"].value == PAD
+        return isinstance(rows, list) and len(rows) == 1 and \
+            [getattr(rows[0][v], "value", None) for v in ("v", "h")] == [PAD, PROBE_HASH]
 
     # -- transport ------------------------------------------------------------
     _HEADERS = {
