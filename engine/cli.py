@@ -1070,6 +1070,34 @@ def info(store) -> None:
             echo((f"{k}: {v:,}" if isinstance(v, int) else f"{k}: {v}") + notes.get(k, ""))
 
 
+@cli.command()
+@store_option
+@click.option("--questions", type=click.IntRange(1, 100), default=None,
+              help="Questions to ask [default: 8].")
+@click.option("--seed", type=int, default=0, show_default=True, help="Where among the KG's names to take entities.")
+@_fail_cleanly
+def warm(store, questions, seed) -> None:
+    """Warm a KG server up after it starts: ask a few offline questions
+    from entities of its KG (no LLM; nothing recorded), so that a user's
+    first question does not pay for the server's cold start."""
+    from engine.text import printable
+    from engine.warmup import WARM_QUESTIONS
+    from engine.warmup import warm as warm_up
+
+    def each(i: int, entity: str, seconds: float) -> None:
+        echo(f"  {i + 1}. <{printable(entity)}>: {seconds:.2f} s", err=True)
+
+    with _open(store, reading=True) as s:
+        done = warm_up(s, questions or WARM_QUESTIONS, seed, each)
+    if not done.entities:
+        echo("nothing to warm: the KG has no named entity")
+        return
+    unlinked = f"; {done.unlinked} by IRI, their names naming too many" if done.unlinked else ""
+    echo(f"warmed: {len(done.entities)} questions in {sum(done.seconds):.1f} s, "
+         f"{sum(done.kg_seconds):.1f} s of it in the KG (the first {done.kg_seconds[0]:.2f} s, the last "
+         f"{done.kg_seconds[-1]:.2f} s){unlinked}")
+
+
 def main() -> None:
     cli(prog_name="tog")
 

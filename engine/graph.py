@@ -310,6 +310,13 @@ class KnowledgeGraph(Protocol):
         (names and other reserved predicates included; ``tog relations``)."""
         ...
 
+    def named_entities(self, most: int, skip: int = 0) -> list[str]:
+        """Up to ``most`` entities that have a name, found past the first
+        ``skip`` names (a bounded read of ``skip + most`` names or so; from
+        the first names when fewer lie past ``skip``): where ``tog warm``
+        starts its questions."""
+        ...
+
 
 # ---------------------------------------------------------------------------
 # Node ids, the candidate window and time stamps, shared by every module.

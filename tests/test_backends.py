@@ -874,3 +874,44 @@ def test_the_saved_browser_query_draws_a_root_per_topic(neo4j_store, tog, tmp_pa
     assert roots == {"northfield_rovers (topic)", "eastby (topic)"}
     answer = {n["caption"].rsplit(" ", 1)[0] for r in records for n in r["tree"].nodes if "Answer" in n.labels}
     assert both in answer
+
+
+
+def test_warm_asks_offline_questions_from_named_entities_and_records_nothing(tog, store_spec, tmp_path):
+    """`tog warm` (for a server just started): a few offline questions from
+    named entities of the KG, found by a bounded read from a seeded place
+    among the names (from the first names when fewer lie past it); every
+    other one links the entity's name, or, when too many entities share it,
+    is asked by its IRI. Nothing is recorded. An empty KG has nothing to warm."""
+    open_spec(store_spec, create=True).close()
+    empty = tog("warm", "--store", store_spec)
+    assert empty.exit_code == 0 and no_traceback(empty), empty.output
+    assert "nothing to warm" in empty.output
+    shared = [f"<{iri(f's{i}')}> <{iri('next')}> <{iri(f's{i + 1}')}> ." for i in range(120)]
+    shared += [f'<{iri(f"s{i}")}> <{RDFS_LABEL}> "Same" .' for i in range(121)]  # more than NAME_MATCHES share it
+    shared += [f"<{iri('unnamed')}> <{iri('next')}> <{iri('s0')}> ."]
+    store = open_spec(store_spec)
+    assert load_file(store.need_sink(), write_nt(tmp_path / "s.nt", shared)).skipped == 0
+    kg = store.kg
+    first, later = kg.named_entities(4), kg.named_entities(4, skip=4)
+    assert len(set(first)) == 4 and len(set(later)) == 4 and not set(first) & set(later)
+    assert set(first + later) <= set(kg.labels(first + later)) and iri("unnamed") not in first + later
+    assert kg.named_entities(4, skip=10_000) == first  # past the names: from the first
+    store.close()
+    done = tog("warm", "--store", store_spec, "--questions", "6")
+    assert done.exit_code == 0 and no_traceback(done), done.output
+    assert "warmed: 6 questions" in done.output and "3 by IRI, their names naming too many" in done.output
+    assert done.stderr.count(". <" + iri("")) == 6
+    runs = tog("runs", "list", "--store", store_spec)
+    assert runs.exit_code == 0 and "no runs yet" in runs.output
+
+    unique = tmp_path / "unique"  # names that link: every other question starts from one
+    lines = [f"<{iri(f'w{i}')}> <{iri('next')}> <{iri(f'w{i + 1}')}> ." for i in range(12)]
+    lines += [f'<{iri(f"w{i}")}> <{RDFS_LABEL}> "Warm {chr(65 + i)}" .' for i in range(12)]
+    assert tog("load", write_nt(tmp_path / "w.nt", lines), "--store", unique).exit_code == 0
+    from engine.warmup import warm
+
+    with open_spec(str(unique)) as s:
+        asked = warm(s, 4, seed=1)
+    assert len(set(asked.entities)) == 4 and len(asked.kg_seconds) == 4 and asked.unlinked == 0
+    assert "no runs yet" in tog("runs", "list", "--store", unique).output

@@ -1162,3 +1162,22 @@ def test_prepared_query_texts_are_pinned(tmp_path):
         kg.schema._around([a, b])  # and what they show
         kg.close()
     assert sent == list(PINNED.values())
+
+
+def test_warm_asks_its_questions_of_an_endpoint(endpoint, tog, tmp_path, monkeypatch):
+    """`tog warm` on a SPARQL endpoint (real Virtuoso): named entities of the
+    graph by a bounded read, each asked about offline; nothing is recorded."""
+    from conftest import no_traceback
+
+    from engine.store import open_store
+
+    spec, _ = endpoint
+    monkeypatch.setenv("TOG_SPARQL_RUNS", str(tmp_path / "runs"))
+    with open_store(spec) as s:
+        entities = s.kg.named_entities(3)
+        assert len(set(entities)) == 3 and set(entities) <= set(s.kg.labels(entities))
+    done = tog("warm", "--store", spec, "--questions", "3")
+    assert done.exit_code == 0 and no_traceback(done), done.output
+    assert "warmed: 3 questions" in done.output
+    assert all(f"<{e}>" in done.stderr for e in entities)
+    assert "no runs yet" in tog("runs", "list", "--store", spec).output

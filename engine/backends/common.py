@@ -116,6 +116,18 @@ def natural(path_id: str) -> tuple[int, str]:
     return (int(digits) if digits else 0, path_id)
 
 
+def past_or_first(read: Callable[[int], list[str]], most: int, skip: int) -> list[str]:
+    """``named_entities`` of any backend: ``read(skip)`` (its first ``most``
+    entities past ``skip`` names), or ``read(0)`` when fewer lie past it."""
+    found: list[str] = []
+    for start in dict.fromkeys((skip, 0)):
+        more = read(start)[:most]
+        found = more if len(more) > len(found) else found
+        if len(found) == most:
+            break
+    return found
+
+
 def chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
     for i in range(0, len(items), size):
         yield items[i:i + size]

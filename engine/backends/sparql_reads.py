@@ -23,6 +23,7 @@ from engine.backends.common import (
     informative,
     label_relations,
     lang_rank,
+    past_or_first,
 )
 from engine.graph import (
     DEFAULT_POLICY,
@@ -41,6 +42,7 @@ from engine.queries import render, sparql, sparql_term, sparql_union, sparql_val
 BATCH = 400  # VALUES rows per query: keeps query texts small and plans simple
 UNION_BATCH = 64  # branches per query that joins a batch by UNION
 LANGUAGE_SAMPLE = 500  # names whose languages tell whether the KG names things in other languages
+NAMES_AN_ENTITY = 20  # name rows read per entity `named_entities` wants (a node may have one a language)
 Degrees = dict[tuple[str, Direction], dict[str, int]]  # (entity, direction) -> {relation: degree}
 
 
@@ -174,6 +176,14 @@ class SparqlReads(KnowledgeGraph):
 
     def relation_counts(self) -> list[tuple[str, int]]:
         return [(r["p"].value, int(r["n"].value)) for r in self._select(sparql("relation_counts"))]
+
+    def named_entities(self, most: int, skip: int = 0) -> list[str]:
+        def read(offset: int) -> list[str]:
+            text = render("named_entities", names=values(self._name_terms()), offset=offset,
+                          limit=NAMES_AN_ENTITY * most)
+            return list(dict.fromkeys(r["e"].value for r in self._select(text)))
+
+        return past_or_first(read, most, skip)
 
     # -- relations ------------------------------------------------------------
     def relations(self, entities: Sequence[str]) -> dict[str, list[Relation]]:

@@ -50,6 +50,7 @@ from engine.backends.common import (
     label_relations,
     look_through,
     nothing_behind,
+    past_or_first,
     sample_key,
     select_candidates,
 )
@@ -369,6 +370,10 @@ class Neo4jKG(KnowledgeGraph):
                 render_cypher("relation_count_each", type=cypher_name(t)).strip() for t in group))
             counts += list(zip(group, map(int, self._run_text(text)[0]["counts"])))
         return sorted(counts, key=lambda x: (-x[1], x[0]))
+
+    def named_entities(self, most: int, skip: int = 0) -> list[str]:
+        return past_or_first(lambda start: [r["id"] for r in self._run("named_entities", skip=start, most=most)],
+                             most, skip)
 
     def has_entity(self, entity: str) -> bool:
         return bool(self._run("has_entity", id=entity)[0]["found"])
