@@ -1092,7 +1092,7 @@ def warm(store, questions, seed) -> None:
     if not done.entities:
         echo("nothing to warm: the KG has no named entity")
         return
-    unlinked = f"; {done.unlinked} by IRI, their names naming too many" if done.unlinked else ""
+    unlinked = f"; {done.unlinked} asked by IRI, their names not linking to one entity" if done.unlinked else ""
     echo(f"warmed: {len(done.entities)} questions in {sum(done.seconds):.1f} s, "
          f"{sum(done.kg_seconds):.1f} s of it in the KG (the first {done.kg_seconds[0]:.2f} s, the last "
          f"{done.kg_seconds[-1]:.2f} s){unlinked}")

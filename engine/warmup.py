@@ -2,7 +2,7 @@
 
 A Neo4j server that has just started answers its first question on cold
 code: its JVM compiles the Cypher runtime while it runs it. On the 10M
-benchmark graph the first question after a restart took 5.6-12 s of KG time
+benchmark graph the first question after a restart took 4.8-12 s of KG time
 where later ones take under one. ``tog warm`` asks a few questions first,
 from named entities of the KG (one bounded read, from a seeded place among
 the names, so not always the same first few), with the offline backbone (no
@@ -38,7 +38,7 @@ class Warmed:
     entities: list[str] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
     kg_seconds: list[float] = field(default_factory=list)
-    unlinked: int = 0  # names that linked to no entity or to too many (their question was asked by IRI)
+    unlinked: int = 0  # names that did not link to one entity (too many share it): asked by IRI
 
 
 def warm(store: Store, questions: int = WARM_QUESTIONS, seed: int = 0,
@@ -62,7 +62,7 @@ def warm(store: Store, questions: int = WARM_QUESTIONS, seed: int = 0,
             try:
                 ask(store, f"what is related to [{name}]?", pruner, reasoner, SearchConfig(), record=False)
                 linked = True
-            except UnknownEntityError:  # a name too many entities share: by its IRI then
+            except UnknownEntityError:  # a name too many entities share (or none links): by its IRI then
                 out.unlinked += 1
         if not linked:
             ask(store, "what is related to it?", pruner, reasoner, SearchConfig(), [f"<{entity}>"], record=False)
