@@ -729,7 +729,7 @@ def launcher_env(tmp_path):
                NEO4J_PASSWORD="import-test-pw", NEO4J_WARM="1")
     tog = Path(sys.executable).with_name("tog")  # this environment's tog warms the server up
     if tog.exists():
-        env["TOG"] = str(tog)
+        env["TOG_BIN"] = str(tog)
     yield env
     launcher(env, "stop")
 
