@@ -3,7 +3,9 @@
 // schema_tails_out or schema_tails_in per type and direction, joined by
 // UNION ALL, each with its place in the batch (the i of its rows). At most $tails
 // of a type's nodes, found among its first $read edges (a type whose edges
-// mostly reach one hub gives fewer tails, never a longer read). Each type is
+// mostly reach one hub or literals gives fewer tails, never a longer read:
+// the label is checked after the limit, or a type of 200,000 edges to
+// literals was read whole looking for entities). Each type is
 // named in the text, so that Neo4j reads its edges from the type's index:
 // given as a parameter, it scanned every entity and its edges until $read
 // matched (2.3M database hits, a second, for a rare type at 10M triples).

@@ -1,4 +1,5 @@
-MATCH (n:Entity)-[:{{type}}]->(:Entity)
+MATCH (n)-[:{{type}}]->()
 WITH n LIMIT $read
+WITH n WHERE n:Entity
 WITH DISTINCT n LIMIT $tails
 RETURN {{i}} AS i, n.id AS n

@@ -1179,6 +1179,40 @@ def test_neo4j_look_ahead_reads_a_tail_s_first_edges_only(neo4j_store, tmp_path,
 
 
 @pytest.mark.neo4j
+def test_neo4j_look_ahead_over_a_relation_to_literals_reads_its_first_edges_only(neo4j_store, tmp_path, monkeypatch):
+    """A relation whose objects are literals (a date, say) leads to few
+    entities or none: its look-ahead reads its first SCHEMA_READ edges each
+    way, as on the embedded store, not all 200,000 looking for entities, by the
+    server's own count (PROFILE)."""
+    from conftest import open_spec
+
+    from engine.backends.neo4j.kg import SCHEMA_READ
+    from loaders.load import load_file
+
+    n = 200_000
+    lines = [f'<{iri(f"p{i}")}> <{iri("dated")}> "{1800 + i % 200}" .' for i in range(n)]
+    lines += [f"<{iri('p0')}> <{iri('dated')}> <{iri('era')}> .", f"<{iri('era')}> <{iri('after')}> <{iri('next')}> ."]
+    store = open_spec(neo4j_store, create=True)
+    load_file(store.need_sink(), write_nt(tmp_path / "dated.nt", lines))
+    kg = store.kg
+    sent: list[tuple[str, dict]] = []
+    plain = kg.session.run_text
+
+    def spy(text, *args, **params):
+        sent.append((text, {k: v for k, v in params.items() if k not in ("write", "meter")}))
+        return plain(text, *args, **params)
+
+    monkeypatch.setattr(kg.session, "run_text", spy)
+    out, back = Relation(iri("dated"), "out"), Relation(iri("dated"), "in")
+    follows = kg.schema.after([out, back])
+    assert set(follows[back]) <= {out}  # its subjects' one relation
+    reads = [(text, params) for text, params in sent if _statement(text) == "schema_tails"]
+    assert len(reads) == 1
+    hits = _db_hits(neo4j_store, *reads[0])
+    assert hits < 20 * SCHEMA_READ < n, hits
+
+
+@pytest.mark.neo4j
 def test_neo4j_reads_a_batch_of_relations_look_ahead_tails_in_few_statements(neo4j_store, tmp_path, monkeypatch):
     """Neo4j plans every new statement text, and a look-ahead tail read names
     its type: a batch of relations has its tails read by one statement per
