@@ -82,9 +82,13 @@ def _db_hits(uri: str, text: str, params: dict) -> int:
 
     auth = (os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"])
     with neo4j.GraphDatabase.driver(uri, auth=auth) as driver, driver.session() as session:
-        result = session.run("PROFILE " + text, params)
-        list(result)
-        return total(result.consume().profile)
+        tx = session.begin_transaction()
+        try:  # rolled back: a write is profiled without being made
+            result = tx.run("PROFILE " + text, params)
+            list(result)
+            return total(result.consume().profile)
+        finally:
+            tx.rollback()
 
 
 class Spy:
@@ -947,6 +951,20 @@ def test_neo4j_answers_the_same_from_bounded_reads(neo4j_store, loaded_hub, tmp_
         return got
 
     monkeypatch.setattr(session, "run_text", spy)
+    in_tx = session.write_tx
+
+    def tx_spy(work):  # a correction's statements, sent in its transaction
+        class Tx:
+            def __init__(self, tx) -> None:
+                self.tx = tx
+
+            def run(self, text, params=None, **kw):
+                sent.append((text, {**(params or {}), **kw}))
+                return self.tx.run(text, params, **kw)
+
+        return in_tx(lambda tx: work(Tx(tx)))
+
+    monkeypatch.setattr(session, "write_tx", tx_spy)
     kg = store.kg
     rels = {(r.id, r.direction): r.degree for r in kg.relations([iri("hub")])[iri("hub")]}
     assert rels == {(LINKS.id, "out"): OUT, (BORN.id, "out"): 1, (LIKES.id, "in"): IN}
@@ -976,6 +994,12 @@ def test_neo4j_answers_the_same_from_bounded_reads(neo4j_store, loaded_hub, tmp_
     revert(store, c.id)
     assert [(x.node.id, x.node.name) for x in kg.expand([(iri("hub"), LINKS)], limit=100)] == _expected(100)
     assert kg.made["crowded_pairs"] == 0 and max(n for _, n in rows) <= SAMPLE_KEEP
+    # finding and taking out the hub's one link reads neither the hub's 150,000 links nor its other edges
+    facts = {_statement(text): (text, params) for text, params in sent
+             if _statement(text) in ("fact_exists", "fact_remove")}
+    assert set(facts) == {"fact_exists", "fact_remove"} and facts["fact_remove"][1]["s"] == iri("hub")
+    hits = {name: _db_hits(neo4j_store, *statement) for name, statement in facts.items()}
+    assert max(hits.values()) < 100, hits
     # the look-ahead over `likes` (60,000 edges, all to the hub) reads its first edges only
     from engine.backends.neo4j.kg import SCHEMA_READ, SCHEMA_TAILS
     from engine.queries import cypher

@@ -37,7 +37,7 @@ class Neo4jCorrections:
     @staticmethod
     def _change(tx, correction_id: str | None, remove: Sequence[Fact], add: Sequence[Fact]) -> None:
         for s, r, o in remove:
-            tx.run(cypher("fact_remove"), s=s, r=r, o=o).consume()
+            tx.run(cypher("fact_remove"), s=s, r=r, o=o, literal=is_literal(o)).consume()
         for s, r, o in add:
             if is_literal(o):
                 _, value, datatype, lang, o_sk = literal_parts(literal_term(o))
