@@ -385,6 +385,11 @@ def stored_text(term: ox.Literal) -> str:
 # backend must use the same window for answers to agree.
 CANDIDATE_WINDOW = 4
 
+# A pair offers at most MAX_CANDIDATES candidates, so that its window fits the
+# CANDIDATE_WINDOW * MAX_CANDIDATES neighbours a crowded pair keeps (SAMPLE_KEEP
+# of the stores): a larger window would have a question sort a hub's pair whole.
+MAX_CANDIDATES = 1024
+
 # A name is looked up for at most NAME_MATCHES entities: one that more share
 # (thousands of articles titled "Editorial", a common personal name) is too
 # common to stand for one thing, and its entities are read no further. A

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from engine.errors import TogError
-from engine.graph import KnowledgeGraph, LazyMapping, Node, PathRecord, Relation
+from engine.graph import MAX_CANDIDATES, KnowledgeGraph, LazyMapping, Node, PathRecord, Relation
 from engine.paths import Hop, Path, topic_groups
 from engine.pruning import Choice, Pruner
 from engine.reasoning import Answer, Reasoner, Schema
@@ -39,7 +39,7 @@ METHODS = ("tog", "tog-r", "plan", "kg-llm-once")
 BASELINES = ("io", "cot")  # the LLM alone, no knowledge graph (engine/runs.py)
 # (lowest, highest) value of each numeric knob; None: no bound
 LIMITS: dict[str, tuple[float | None, float | None]] = {
-    "width": (1, 50), "depth": (1, 10), "threshold": (0.0, 1.0), "max_candidates": (1, None),
+    "width": (1, 50), "depth": (1, 10), "threshold": (0.0, 1.0), "max_candidates": (1, MAX_CANDIDATES),
     "sample_over": (0, None), "sample_size": (1, None),
     "lookahead": (1, 5), "proposals": (1, 10), "max_steps": (0, 10), "refresh_at": (0.0, 1.0)}
 

@@ -20,7 +20,7 @@ from conftest import RDFS_LABEL, iri, open_graph, write_nt
 
 from engine.backends.common import sample_key
 from engine.backends.oxigraph.summaries import HUB_EDGES, SAMPLE_KEEP
-from engine.graph import Relation, local_name
+from engine.graph import MAX_CANDIDATES, Relation, local_name
 
 OUT, IN = 150_000, 60_000
 LINKS, LIKES, BORN = Relation(iri("links"), "out"), Relation(iri("likes"), "in"), Relation(iri("born_in"), "out")
@@ -752,7 +752,7 @@ def test_expanding_a_crowded_pair_reads_only_its_sample(hub_store, monkeypatch):
     # both pairs are past SORT_MAX: the load sampled them, with their degrees
     assert {k: n for k, (n, _) in kg.summaries.samples([links, likes]).items()} == {links: OUT, likes: IN}
     for made_by_load in (True, False):  # then every sample dropped: each made by the store's sort, the same
-        for limit in (5, 40, 100):
+        for limit in (5, 40, 100, MAX_CANDIDATES):  # the largest window the kept sample still holds
             spy.calls.clear()
             got = [(c.node.id, c.node.name) for c in kg.expand([(iri("hub"), LINKS)], limit=limit)]
             assert got == _expected(limit), limit

@@ -13,7 +13,7 @@ import pytest
 from conftest import iri, load_into, write_nt
 
 from engine.errors import TogError
-from engine.graph import Node
+from engine.graph import MAX_CANDIDATES, Node
 from engine.pruning import get_pruner
 from engine.reasoning import get_reasoner
 from engine.runs import ask
@@ -184,7 +184,8 @@ def test_depth_bounds_the_search(store, method):
 
 def test_search_config_is_validated():
     for bad in (dict(width=0), dict(width=51), dict(depth=0), dict(depth=11), dict(method="bfs"),
-                dict(threshold=1.5), dict(max_candidates=0), dict(sample_over=-1), dict(sample_size=0)):
+                dict(threshold=1.5), dict(max_candidates=0), dict(max_candidates=MAX_CANDIDATES + 1),
+                dict(sample_over=-1), dict(sample_size=0)):
         with pytest.raises(TogError):
             SearchConfig(**bad)
 

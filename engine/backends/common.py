@@ -15,6 +15,7 @@ import pyoxigraph as ox
 
 from engine.graph import (
     CANDIDATE_WINDOW,
+    MAX_CANDIDATES,
     Candidate,
     KnowledgeGraph,
     Node,
@@ -69,6 +70,10 @@ def shown_rank(lang: str | None, order: int) -> int | None:
 # threshold (HUB_EDGES), so such a pair is always a summarised hub's, and a question sorts
 # at most 1,000 edges (under 10 ms).
 SORT_MAX = 1_000
+
+# The neighbours a store keeps of a crowded pair, in the sample order: the largest
+# candidate window (4,096), so that a question reads a crowded pair from what was kept.
+SAMPLE_KEEP = CANDIDATE_WINDOW * MAX_CANDIDATES
 
 # The look-ahead schema (which relations follow which), the same on every backend: the
 # relations around at most SCHEMA_TAILS of the nodes a relation leads to, found among its

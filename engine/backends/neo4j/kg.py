@@ -39,6 +39,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from engine.backends.common import (
+    SAMPLE_KEEP,
     SCHEMA_EDGES,
     SCHEMA_READ,
     SCHEMA_TAILS,
@@ -76,7 +77,6 @@ from engine.queries import cypher_name, render_cypher
 BATCH = 2000  # rows per read statement
 HUB_EDGES = 1000  # edges in one direction past which an entity's relations are counted per type
 TYPES_PER_COUNT = 100  # relationship types counted per hub statement (the texts repeat: planned once)
-SAMPLE_KEEP = 4096  # neighbours kept per crowded pair, in sample order
 # setting: SORT_MAX once a load (or a first question) sampled every pair past it; "pending" while
 # a load runs (a load that did not end leaves it so: the next one samples the whole KG's)
 BIG_PAIRS = "big_pairs_sampled"

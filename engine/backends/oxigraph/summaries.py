@@ -66,7 +66,7 @@ CREATE TABLE IF NOT EXISTS relation_totals (relation TEXT PRIMARY KEY, facts INT
 CREATE TABLE IF NOT EXISTS relation_recount (relation TEXT PRIMARY KEY) WITHOUT ROWID;
 """
 HUB_EDGES = 1000    # more edges than this in one direction: a hub, summarised
-SAMPLE_KEEP = 4096  # neighbours kept per crowded pair, in sample order
+SAMPLE_KEEP = common.SAMPLE_KEEP  # neighbours kept per crowded pair, in sample order
 Key = tuple[str, str, str]  # (entity, relation, direction)
 Directions = ("out", "in")
 
