@@ -1093,7 +1093,8 @@ def warm(store, questions, seed) -> None:
         echo("nothing to warm: the KG has no named entity")
         return
     unlinked = f"; {done.unlinked} asked by IRI, their names not linking to one entity" if done.unlinked else ""
-    echo(f"warmed: {len(done.entities)} questions in {sum(done.seconds):.1f} s, "
+    n = len(done.entities)
+    echo(f"warmed: {n} question{'' if n == 1 else 's'} in {sum(done.seconds):.1f} s, "
          f"{sum(done.kg_seconds):.1f} s of it in the KG (the first {done.kg_seconds[0]:.2f} s, the last "
          f"{done.kg_seconds[-1]:.2f} s){unlinked}")
 

@@ -927,4 +927,6 @@ def test_warm_asks_offline_questions_from_named_entities_and_records_nothing(tog
     with open_spec(str(unique)) as s:
         asked = warm(s, 4, seed=1)
     assert len(set(asked.entities)) == 4 and len(asked.kg_seconds) == 4 and asked.unlinked == 0
+    one = tog("warm", "--store", unique, "--questions", "1")
+    assert one.exit_code == 0 and "warmed: 1 question in " in one.output, one.output
     assert "no runs yet" in tog("runs", "list", "--store", unique).output
