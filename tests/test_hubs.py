@@ -91,6 +91,31 @@ def _db_hits(uri: str, text: str, params: dict) -> int:
             tx.rollback()
 
 
+def _neo4j_kg(uri: str, path, lines: list[str]):
+    """The KG of a Neo4j store that holds ``lines`` (loaded from ``path``)."""
+    from conftest import open_spec
+
+    from loaders.load import load_file
+
+    store = open_spec(uri, create=True)
+    load_file(store.need_sink(), write_nt(path, lines))
+    return store.kg
+
+
+def _sent(session, method: str, monkeypatch) -> list[tuple[str, dict]]:
+    """What ``session``'s ``method`` (``run``: statement names, ``run_text``:
+    texts) is sent from now on, with the parameters."""
+    sent: list[tuple[str, dict]] = []
+    plain = getattr(session, method)
+
+    def spy(first, *args, **params):
+        sent.append((first, {k: v for k, v in params.items() if k not in ("write", "meter")}))
+        return plain(first, *args, **params)
+
+    monkeypatch.setattr(session, method, spy)
+    return sent
+
+
 class Spy:
     """Every query the KG sends, with the rows it returned."""
 
@@ -1167,26 +1192,14 @@ def test_neo4j_look_ahead_reads_a_tail_s_first_edges_only(neo4j_store, tmp_path,
     """A look-ahead tail that is no hub shows what its first SCHEMA_EDGES
     edges each way say, as on the embedded store: a tail of 1,800 edges is
     not read whole, by the server's own count (PROFILE)."""
-    from conftest import open_spec
-
     from engine.backends.common import SCHEMA_EDGES
-    from loaders.load import load_file
 
     wide = 900  # each way: under the hub threshold, so listed, not counted per type
     lines = [f"<{iri('a')}> <{iri('points_to')}> <{iri('wide')}> ."]
     lines += [f"<{iri('wide')}> <{iri('has')}> <{iri(f'w{i}')}> ." for i in range(wide)]
     lines += [f"<{iri(f'v{i}')}> <{iri('sees')}> <{iri('wide')}> ." for i in range(wide)]
-    store = open_spec(neo4j_store, create=True)
-    load_file(store.need_sink(), write_nt(tmp_path / "wide.nt", lines))
-    kg = store.kg
-    sent: list[tuple[str, dict]] = []
-    plain = kg.session.run
-
-    def spy(name, *args, **params):
-        sent.append((name, {k: v for k, v in params.items() if k not in ("write", "meter")}))
-        return plain(name, *args, **params)
-
-    monkeypatch.setattr(kg.session, "run", spy)
+    kg = _neo4j_kg(neo4j_store, tmp_path / "wide.nt", lines)
+    sent = _sent(kg.session, "run", monkeypatch)
     points = Relation(iri("points_to"), "out")
     follows = set(kg.schema.after([points])[points])
     has, sees = Relation(iri("has"), "out"), Relation(iri("sees"), "in")
@@ -1208,25 +1221,13 @@ def test_neo4j_look_ahead_over_a_relation_to_literals_reads_its_first_edges_only
     entities or none: its look-ahead reads its first SCHEMA_READ edges each
     way, as on the embedded store, not all 200,000 looking for entities, by the
     server's own count (PROFILE)."""
-    from conftest import open_spec
-
     from engine.backends.neo4j.kg import SCHEMA_READ
-    from loaders.load import load_file
 
     n = 200_000
     lines = [f'<{iri(f"p{i}")}> <{iri("dated")}> "{1800 + i % 200}" .' for i in range(n)]
     lines += [f"<{iri('p0')}> <{iri('dated')}> <{iri('era')}> .", f"<{iri('era')}> <{iri('after')}> <{iri('next')}> ."]
-    store = open_spec(neo4j_store, create=True)
-    load_file(store.need_sink(), write_nt(tmp_path / "dated.nt", lines))
-    kg = store.kg
-    sent: list[tuple[str, dict]] = []
-    plain = kg.session.run_text
-
-    def spy(text, *args, **params):
-        sent.append((text, {k: v for k, v in params.items() if k not in ("write", "meter")}))
-        return plain(text, *args, **params)
-
-    monkeypatch.setattr(kg.session, "run_text", spy)
+    kg = _neo4j_kg(neo4j_store, tmp_path / "dated.nt", lines)
+    sent = _sent(kg.session, "run_text", monkeypatch)
     out, back = Relation(iri("dated"), "out"), Relation(iri("dated"), "in")
     follows = kg.schema.after([out, back])
     assert set(follows[back]) <= {out}  # its subjects' one relation
@@ -1242,27 +1243,16 @@ def test_neo4j_reads_a_batch_of_relations_look_ahead_tails_in_few_statements(neo
     its type: a batch of relations has its tails read by one statement per
     UNION_TYPES of them, not one each, and each relation gets the schema it
     gets when made alone."""
-    from conftest import open_spec
-
     from engine.backends.neo4j.kg import UNION_TYPES
-    from loaders.load import load_file
 
     n = UNION_TYPES + 5
     lines = [f"<{iri(f'a{t}')}> <{iri(f'r{t}')}> <{iri(f'b{t}')}> ." for t in range(n)]
     lines += [f"<{iri(f'b{t}')}> <{iri(f's{t}')}> <{iri(f'c{t}')}> ." for t in range(n)]
-    store = open_spec(neo4j_store, create=True)
-    load_file(store.need_sink(), write_nt(tmp_path / "types.nt", lines))
-    kg = store.kg
-    sent: list[str] = []
-    plain = kg.session.run_text
-
-    def spy(text, *args, **params):
-        sent.append(_statement(text))
-        return plain(text, *args, **params)
-
-    monkeypatch.setattr(kg.session, "run_text", spy)
+    kg = _neo4j_kg(neo4j_store, tmp_path / "types.nt", lines)
+    texts = _sent(kg.session, "run_text", monkeypatch)
     ahead = [Relation(iri(f"r{t}"), "out") for t in range(n)] + [Relation(iri(f"s{t}"), "in") for t in range(n)]
     follows = kg.schema.after(ahead)
+    sent = [_statement(text) for text, _ in texts]
     assert sent.count("schema_tails") == -(-2 * n // UNION_TYPES) < 2 * n
     assert not [name for name in sent if name.startswith("schema_tails_")]
     for t in range(n):  # around b{t}, the one tail either way
