@@ -117,15 +117,16 @@ def _sent(session, method: str, monkeypatch) -> list[tuple[str, dict]]:
 
 
 class Spy:
-    """Every query the KG sends, with the rows it returned."""
+    """Every query the KG sends, with the rows it returned (``kg`` a KG, or
+    its class: then every KG of it, those a correction makes too)."""
 
     def __init__(self, kg, monkeypatch) -> None:
         self.calls: list[tuple[str, int]] = []
         plain = kg._select
 
-        def spy(text, params=()):
-            rows = plain(text, params)
-            self.calls.append((text, len(rows)))
+        def spy(*args):
+            rows = plain(*args)
+            self.calls.append((args[1] if isinstance(kg, type) else args[0], len(rows)))
             return rows
 
         monkeypatch.setattr(kg, "_select", spy)
@@ -886,6 +887,56 @@ def test_corrections_and_reverts_keep_the_summaries_true(hub_store, tog, monkeyp
     assert "hubs summarised: 2" in info.output and "crowded pairs sampled: 2" in info.output, info.output
 
 
+def test_a_correction_of_a_hub_s_fact_counts_none_of_its_pairs(hub_store, tog, monkeypatch):
+    """A correction adds what it changes to the hub's degrees before the KG
+    changes, with a mark of its step, so neither it nor its revert reads a
+    pair of the hub whole (150,000 and 60,000 edges); one that dies after
+    the mark is finished on the next open without adding twice, and one
+    without it (as an older tog's) counts the pairs it touched again."""
+    from engine.backends.oxigraph.corrections import fact_quad
+    from engine.backends.oxigraph.kg import OxigraphKG
+    from engine.graph import Correction
+
+    hub, links, likes = iri("hub"), iri("links"), iri("likes")
+    hub_store.close()
+    store = hub_store.name
+
+    def degrees() -> dict[tuple[str, str], int]:
+        g = open_graph(store)
+        try:
+            return {(r.id, r.direction): r.degree for r in g.kg.relations([hub])[hub]}
+        finally:
+            g.close()
+
+    spy = Spy(OxigraphKG, monkeypatch)
+    fix = tog("correct", "--add", f"<{hub}>|<{links}>|<{iri('m7')}>", "--remove", f"<{iri('m3')}>|<{likes}>|<{hub}>",
+              "--reason", "r", "--store", store)
+    assert fix.exit_code == 0, fix.output
+    assert spy.calls and spy.unbounded(hub) == []  # the correction's reads, none of the hub's pairs whole
+    assert degrees() == {(links, "out"): OUT + 1, (BORN.id, "out"): 1, (likes, "in"): IN - 1}
+    spy.calls.clear()
+    cid = re.search(r"correction (\S+):", fix.output).group(1)
+    assert tog("corrections", "revert", cid, "--store", store).exit_code == 0
+    assert spy.calls and spy.unbounded(hub) == []
+    assert degrees() == {(links, "out"): OUT, (BORN.id, "out"): 1, (likes, "in"): IN}
+    # killed after its step was counted and the KG changed: the next open finishes it, adding nothing twice
+    refresh = OxigraphKG.refresh
+    monkeypatch.setattr(OxigraphKG, "refresh", lambda self, facts, **_: (_ for _ in ()).throw(RuntimeError("killed")))
+    died = tog("correct", "--add", f"<{hub}>|<{links}>|<{iri('m8')}>", "--reason", "r", "--store", store)
+    assert died.exit_code != 0
+    monkeypatch.setattr(OxigraphKG, "refresh", refresh)
+    spy.calls.clear()
+    assert degrees()[(links, "out")] == OUT + 1 and spy.unbounded(hub) == []
+    # written by a tog that did not count its step: the pair it touched is counted again
+    g = open_graph(store)
+    fact = (hub, links, iri("m9"))
+    g.corrections._save(Correction("c-old", "2026-01-01T00:00:00Z", "r", added=[fact], status="applying"))
+    g.kg.db.store.add(fact_quad(fact))
+    g.close()
+    spy.calls.clear()
+    assert degrees()[(links, "out")] == OUT + 2 and len(spy.unbounded(hub)) == 1
+
+
 def test_a_killed_load_leaves_summaries_true_after_it_resumes(tmp_path, tog):
     """A killed load leaves its summaries marked out of date: a question
     asked of the half-loaded store builds them for what is there; the
@@ -1509,8 +1560,11 @@ def test_the_relations_totals_are_counted_once_and_kept_true(hub_store, tog, mon
     """``tog info`` and ``tog relations`` count every fact once after a load
     and then read what was kept; a correction (facts and a new entity's
     name), its revert, one that dies half-way and a second load each leave
-    the totals equal to a fresh count, re-counting only the relations a
-    correction changed; the names' count follows too."""
+    the totals equal to a fresh count: a correction adds what it changed
+    to them, counting nothing, and only one interrupted before it did that
+    (or by an older tog) has the relations it changed counted again; the
+    names' count follows too."""
+    from engine.backends.oxigraph.corrections import fact_quad
     from engine.backends.oxigraph.kg import OxigraphKG
     from engine.queries import sparql
 
@@ -1542,22 +1596,33 @@ def test_the_relations_totals_are_counted_once_and_kept_true(hub_store, tog, mon
     assert fix.exit_code == 0, fix.output
     got, queries = totals(store)
     assert dict(got)[iri("rare")] == 1 and iri("born_in") not in dict(got) and dict(got)[LINKS.id] == OUT + 1
-    assert queries == ["# The facts of each of a few relations (those a correction changed since"]
+    assert dict(got)[RDFS_LABEL] == dict(first)[RDFS_LABEL] + 1 and queries == []  # nothing counted again
     info = tog("info", "--store", store).output
     assert f"names: {names + 1:,}" in info, info
     cid = re.search(r"correction (\S+):", fix.output).group(1)
     assert tog("corrections", "revert", cid, "--store", store).exit_code == 0
     got, queries = totals(store)
-    assert got == first and len(queries) == 1
+    assert got == first and queries == []
     assert f"names: {names:,}" in tog("info", "--store", store).output
-    # a correction that dies after it changed the KG leaves the totals marked to be counted again
-    monkeypatch.setattr(OxigraphKG, "refresh", lambda self, facts: (_ for _ in ()).throw(RuntimeError("killed")))
+    # a correction that dies after it changed the KG is finished on the next open, adding nothing twice
+    monkeypatch.setattr(OxigraphKG, "refresh", lambda self, facts, **_: (_ for _ in ()).throw(RuntimeError("killed")))
     died = tog("correct", "--add", f"<{iri('hub')}>|<{iri('odd')}>|<{iri('city')}>", "--reason", "r",
                "--store", store)
     assert died.exit_code != 0
     monkeypatch.undo()
-    got, _ = totals(store)
-    assert dict(got)[iri("odd")] == 1
+    got, queries = totals(store)
+    assert dict(got)[iri("odd")] == 1 and queries == []
+    # one interrupted before it counted its step (as an older tog's could be): what it changed is counted again
+    from engine.graph import Correction
+
+    g = open_graph(store)
+    fact = (iri("hub"), iri("links"), iri("late"))
+    g.corrections._save(Correction("c-old", "2026-01-01T00:00:00Z", "r", added=[fact], status="applying"))
+    g.kg.db.store.add(fact_quad(fact))
+    g.close()
+    got, queries = totals(store)
+    assert dict(got)[LINKS.id] == OUT + 1 and queries == ["# The facts of each of a few relations (those a "
+                                                          "correction changed since"]
     # a load marks them out of date: the next call counts every fact again (a
     # read-only view beside the store's writer counts them for itself, keeping nothing)
     more = write_nt(tmp_path / "more.nt", [f"<{iri('m1')}> <{iri('fresh')}> <{iri('city')}> .",

@@ -4,7 +4,7 @@ Each correction is one JSON record in the graph ``<urn:tog:corrections>``.
 It is written (``applying``) before the KG changes and marked ``active``
 after, so a crash in between is finished by :meth:`recover` when the store
 is next opened (the changes are set operations: applying them twice
-changes nothing).
+changes nothing; the summaries' counts are added once, see ``_step``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,16 @@ def fact_quad(fact: Fact) -> ox.Quad:
     return ox.Quad(ox.NamedNode(s), ox.NamedNode(r), obj, ox.DefaultGraph())
 
 
+def _name_quads(c: Correction) -> list[ox.Quad]:
+    """The name facts of the entities ``c`` made."""
+    label = ox.NamedNode(RDFS_LABEL)
+    return [ox.Quad(ox.NamedNode(e), label, ox.Literal(n), ox.DefaultGraph()) for e, n in c.named]
+
+
+def _step_id(c: Correction, undo: bool) -> str:
+    return f"{c.id}:{'revert' if undo else 'apply'}"
+
+
 class OxigraphCorrections:
     """``CorrectionLog`` of an embedded store."""
 
@@ -35,9 +45,11 @@ class OxigraphCorrections:
         self.db = db
 
     def has_fact(self, fact: Fact) -> bool:
-        q = fact_quad(fact)
-        found = self.db.store.quads_for_pattern(q.subject, q.predicate, q.object, q.graph_name)
-        return next(iter(found), None) is not None
+        return self._holds(fact_quad(fact))
+
+    def _holds(self, q: ox.Quad) -> bool:
+        return next(iter(self.db.store.quads_for_pattern(q.subject, q.predicate, q.object, q.graph_name)), None) \
+            is not None
 
     def _save(self, c: Correction) -> None:
         """The new record goes in before the old one goes out, so a crash in
@@ -50,18 +62,56 @@ class OxigraphCorrections:
             if q.object != record:
                 store.remove(q)
 
-    def _change(self, remove: Sequence[Fact], add: Sequence[Fact]) -> None:
-        """The facts go and come, and the summaries of the pairs they touch
-        follow (both idempotent: a change finished twice is the same); the
-        totals of their relations are marked to be counted again first."""
-        self.db.summaries.recount(r for _, r, _ in [*remove, *add])
+    def _step(self, c: Correction, undo: bool, *, recovering: bool = False) -> None:
+        """Apply ``c`` (or, ``undo``, revert it) to the KG and its summaries.
+        What it changes is first added to the hubs' degrees and the
+        relations' totals, with a mark of the step, in one transaction
+        (``Summaries.count_step``); then the facts and names go and come (set
+        operations) and the samples follow (idempotent), so finishing the
+        step again is the same. An interrupted step without its mark (a
+        crash before it, or a tog older than it) cannot tell what it already
+        changed: what it touches is counted again instead."""
+        step = _step_id(c, undo)
+        remove, add = (c.added, c.removed) if undo else (c.removed, c.added)
+        names = _name_quads(c)
+        gone = [*map(fact_quad, remove), *(names if undo else [])]
+        come = [*map(fact_quad, add), *([] if undo else names)]
+        summaries = self.db.summaries
+        counted = not recovering or summaries.counted(step)
+        if not recovering:
+            summaries.count_step(step, self._changes(gone, come))
+        elif not counted:
+            summaries.recount([q.predicate.value for q in [*gone, *come]])
+        if not undo:
+            self._name(c, True)
+        self._change(remove, add, counted)
+        if undo:
+            self._name(c, False)
+
+    def _changes(self, gone: Sequence[ox.Quad], come: Sequence[ox.Quad]) -> list[tuple[str, str, str | None, int]]:
+        """(subject, relation, object or None for a literal, +1 or -1) for each
+        fact that taking ``gone`` out and putting ``come`` in changes."""
+        out: list[tuple[str, str, str | None, int]] = []
+        put = set(come)
+        for q in dict.fromkeys([*gone, *come]):
+            s, o = q.subject, q.object
+            if isinstance(s, ox.NamedNode) and (q in put) != self._holds(q):  # (a fact's subject is an IRI)
+                out.append((s.value, q.predicate.value, o.value if isinstance(o, ox.NamedNode) else None,
+                            1 if q in put else -1))
+        return out
+
+    def _change(self, remove: Sequence[Fact], add: Sequence[Fact], counted: bool) -> None:
+        """The facts go and come, and the samples of the pairs they touch
+        follow (idempotent: a change finished twice is the same), with the
+        degrees of the hubs' pairs as ``count_step`` left them (``counted``)
+        or counted again."""
         for fact in remove:
             self.db.store.remove(fact_quad(fact))
         self.db.store.extend([fact_quad(f) for f in add])
         from engine.backends.oxigraph.kg import OxigraphKG
 
         kg = OxigraphKG(self.db)
-        kg.refresh([*remove, *add])
+        kg.refresh([*remove, *add], counted=counted)
         names = set(self.db.name_predicates)
         kg.reshow(s for s, r, _ in [*remove, *add] if r in names)  # a name fact: the shown name follows
 
@@ -70,9 +120,7 @@ class OxigraphCorrections:
         keys (the index rows are tagged with the correction: idempotent)."""
         if not c.named:
             return
-        label = ox.NamedNode(RDFS_LABEL)
-        self.db.summaries.recount([RDFS_LABEL])
-        quads = [ox.Quad(ox.NamedNode(e), label, ox.Literal(n), ox.DefaultGraph()) for e, n in c.named]
+        quads = _name_quads(c)
         if on:
             self.db.store.extend(quads)
         else:
@@ -85,16 +133,20 @@ class OxigraphCorrections:
         # a load may have named the same IRI since (a bare name gets a delimited load's IRI): read it again
         OxigraphKG(self.db).reshow(e for e, _ in c.named)
 
+    def _finish(self, c: Correction, status: str, undo: bool) -> None:
+        """``c`` recorded as ``status``; its step's mark is no longer needed."""
+        c.status = status
+        self._save(c)
+        self.db.summaries.step_done(_step_id(c, undo))
+
     def apply(self, c: Correction) -> Correction:
         self.db.writable()
         c.kept = [f for f in c.added if self.has_fact(f)]
         c.added = [f for f in c.added if f not in c.kept]
         c.status = "applying"
         self._save(c)
-        self._name(c, True)
-        self._change(c.removed, c.added)
-        c.status = "active"
-        self._save(c)
+        self._step(c, False)
+        self._finish(c, "active", False)
         self.db.flush()
         return c
 
@@ -112,16 +164,10 @@ class OxigraphCorrections:
         if self.db.read_only:
             return
         for c in self._records():
-            if c.status == "applying":
-                self._name(c, True)
-                self._change(c.removed, c.added)
-                c.status = "active"
-                self._save(c)
-            elif c.status == "reverting":
-                self._change(c.added, c.removed)
-                self._name(c, False)
-                c.status = "reverted"
-                self._save(c)
+            if c.status in ("applying", "reverting"):
+                undo = c.status == "reverting"
+                self._step(c, undo, recovering=True)
+                self._finish(c, "reverted" if undo else "active", undo)
 
     def pending(self) -> bool:
         """Whether any correction record exists (a cheap check before ``recover``)."""
@@ -135,9 +181,7 @@ class OxigraphCorrections:
         self.db.writable()
         c.status, c.reverted = "reverting", when
         self._save(c)
-        self._change(c.added, c.removed)
-        self._name(c, False)
-        c.status = "reverted"
-        self._save(c)
+        self._step(c, True)
+        self._finish(c, "reverted", True)
         self.db.flush()
         return c

@@ -464,10 +464,12 @@ class OxigraphKG(SparqlReads):
         rows = self._select(render(f"degree_{direction}", e=iri_term(entity), p=iri_term(relation)))
         return int(rows[0]["n"].value) if rows else 0
 
-    def refresh(self, facts: Iterable[tuple[str, str, str]]) -> None:
+    def refresh(self, facts: Iterable[tuple[str, str, str]], *, counted: bool = False) -> None:
         """Bring the summaries of the pairs ``facts`` touch up to date with the
         KG (after a correction changed them). Idempotent: it reads the KG as
-        it is, so running it twice changes nothing."""
+        it is, so running it twice changes nothing. ``counted``: the hubs'
+        degrees already say what the KG holds (the correction added its
+        changes to them), so no hub's pair is counted again."""
         summaries = self.summaries
         for s, r, o in facts:
             ends: list[tuple[str, Direction, str]] = [(s, "out", o)]
@@ -475,7 +477,9 @@ class OxigraphKG(SparqlReads):
                 ends.append((o, "in", s))
             for entity, direction, neighbour in ends:
                 n = None
-                if summaries.is_hub(entity, direction):
+                if counted and summaries.is_hub(entity, direction):
+                    n = summaries.hubs([entity])[(entity, direction)].get(r, 0)
+                elif summaries.is_hub(entity, direction):
                     n = self.pair_degree(entity, r, direction)
                     summaries.set_degree(entity, direction, r, n)
                 elif sum(self._bounded([(entity, direction)], HUB_EDGES + 1)[(entity, direction)].values()) > HUB_EDGES:

@@ -23,16 +23,20 @@ all of a hub's edges.
   when first needed, and kept;
 - ``relation_totals``: every relation's number of facts (``tog info``,
   ``tog relations``), counted in one pass the first time they are asked
-  for after a load, then kept: a correction marks the relations it changes
-  (``relation_recount``) before it changes them, and only those are
-  counted again, from their own facts.
+  for after a load, then kept.
 
 They live in ``index.sqlite`` beside the name index, with their state in
 ``summary_state``: ``fresh`` once a load's build has run, ``stale`` from
 the moment a load starts writing until its build (a killed load leaves it
-stale; the resumed load's end builds again). A correction updates the
-entries of the pairs it touches before it is marked done (the updates are
-idempotent, so finishing an interrupted correction finishes them too).
+stale; the resumed load's end builds again).
+
+A correction adds what it changes to the hubs' degrees and the relations'
+totals (``count_step``) before the KG changes, in one transaction with a
+mark of its step (``correction_steps``), so no hub's pair or relation is
+counted again: finishing an interrupted correction finds the mark and
+adds nothing twice. One interrupted before its mark (or by a tog older
+than it) is finished by counting again what it touched (``recount``, and
+the pairs' degrees). Its samples are updated in place (idempotent).
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ CREATE TABLE IF NOT EXISTS schema_follows (relation TEXT NOT NULL, direction TEX
 CREATE TABLE IF NOT EXISTS summary_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS relation_totals (relation TEXT PRIMARY KEY, facts INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS relation_recount (relation TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS correction_steps (step TEXT PRIMARY KEY) WITHOUT ROWID;
 """
 HUB_EDGES = 1000    # more edges than this in one direction: a hub, summarised
 SAMPLE_KEEP = common.SAMPLE_KEEP  # neighbours kept per crowded pair, in sample order
@@ -437,13 +442,63 @@ class Summaries:
             db.commit()  # one transaction: the totals and what they say they are
 
     def recount(self, relations: Iterable[str]) -> None:
-        """A correction is about to change facts of ``relations``: their kept
-        totals are counted again when next asked for (marked before the KG
-        changes, so a correction that dies half-way leaves them marked)."""
+        """The kept totals of ``relations`` are counted again when next asked
+        for (a correction interrupted before its step was counted changed
+        them by what it cannot tell)."""
         with self.lock:
             self._write([("INSERT OR IGNORE INTO relation_recount VALUES (?)",
                           [(r,) for r in dict.fromkeys(relations)])], many=True)
             self._totals = None
+
+    # -- a correction's step ------------------------------------------------------
+    def counted(self, step: str) -> bool:
+        """Whether ``count_step`` has run for ``step``."""
+        with self.lock:
+            return self.db.execute("SELECT 1 FROM correction_steps WHERE step = ?", (step,)).fetchone() is not None
+
+    def count_step(self, step: str, changes: Iterable[tuple[str, str, str | None, int]]) -> None:
+        """What a correction's step is about to change, (subject, relation,
+        object or None for a literal, +1 or -1) a fact, added to the degrees of the
+        hubs at its ends and to the relations' totals (when kept), with the
+        step's mark, in one transaction: the hubs' pairs and the relations
+        are not counted again, and a step finished twice adds once."""
+        hub_rows: dict[tuple[str, str, str], int] = {}
+        totals: dict[str, int] = {}
+        for s, r, o, n in changes:
+            totals[r] = totals.get(r, 0) + n
+            for key in [(s, "out", r)] + ([(o, "in", r)] if o is not None else []):
+                hub_rows[key] = hub_rows.get(key, 0) + n
+        ends = sorted({(e, d) for e, d, _ in hub_rows})
+        with self.lock:
+            db = self.db
+            try:
+                db.execute("INSERT INTO correction_steps VALUES (?)", (step,))
+                db.executemany(
+                    "INSERT INTO hub_relations SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM hubs WHERE "
+                    "entity = ?1 AND direction = ?2) "
+                    "ON CONFLICT (entity, direction, relation) DO UPDATE SET degree = degree + excluded.degree",
+                    [(e, d, r, n) for (e, d, r), n in hub_rows.items() if n])
+                db.executemany("DELETE FROM hub_relations WHERE entity = ? AND direction = ? AND degree <= 0", ends)
+                db.executemany("UPDATE hubs SET edges = (SELECT COALESCE(SUM(degree), 0) FROM hub_relations WHERE "
+                               "entity = ?1 AND direction = ?2) WHERE entity = ?1 AND direction = ?2", ends)
+                if db.execute("SELECT 1 FROM summary_state WHERE key = 'totals'").fetchone() is not None:
+                    db.executemany("INSERT INTO relation_totals VALUES (?, ?) "
+                                   "ON CONFLICT (relation) DO UPDATE SET facts = facts + excluded.facts",
+                                   [(r, n) for r, n in totals.items() if n])
+                    db.executemany("DELETE FROM relation_totals WHERE relation = ? AND facts <= 0",
+                                   [(r,) for r in totals])
+                db.commit()
+            except BaseException:
+                db.rollback()
+                raise
+            for e, _ in ends:
+                self._hubs.pop((e, "out"), None)
+                self._hubs.pop((e, "in"), None)
+
+    def step_done(self, step: str) -> None:
+        """A correction's step is recorded as finished: its mark goes."""
+        with self.lock:
+            self._write([("DELETE FROM correction_steps WHERE step = ?", (step,))])
 
     # -- the whole -------------------------------------------------------------------
     def clear(self, samples: bool = True, *, keep_big: bool = False) -> None:
