@@ -477,9 +477,10 @@ class OxigraphKG(SparqlReads):
                 ends.append((o, "in", s))
             for entity, direction, neighbour in ends:
                 n = None
-                if counted and summaries.is_hub(entity, direction):
-                    n = summaries.hubs([entity])[(entity, direction)].get(r, 0)
-                elif summaries.is_hub(entity, direction):
+                hub = summaries.hubs([entity]).get((entity, direction))
+                if hub is not None and counted:
+                    n = hub.get(r, 0)
+                elif hub is not None:
                     n = self.pair_degree(entity, r, direction)
                     summaries.set_degree(entity, direction, r, n)
                 elif sum(self._bounded([(entity, direction)], HUB_EDGES + 1)[(entity, direction)].values()) > HUB_EDGES:
