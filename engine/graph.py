@@ -270,8 +270,9 @@ class KnowledgeGraph(Protocol):
         self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *, over: int = 0, size: int = 5,
         through: bool = True,
     ) -> list[Candidate]:
-        """Neighbours of each (entity, relation) pair, at most ``limit`` each,
-        in the sample order shared by every backend; with ``over`` set, only
+        """Neighbours of each (entity, relation) pair, at most ``limit`` each
+        (a limit past MAX_CANDIDATES is taken as it, whoever asks), in the
+        sample order shared by every backend; with ``over`` set, only
         ``size`` of a pair's that has ``over`` or more (ToG's sampling of
         crowded relations, see ``backends.common.crowd_cap``). An unnamed
         neighbour (a Freebase CVT) is looked through to the named ones behind

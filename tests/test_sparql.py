@@ -642,6 +642,40 @@ def test_virtuoso_pages_iris_that_are_not_ascii_in_the_sample_order(endpoint, tm
         finally:
             kg.close()
 
+def test_a_limit_past_the_largest_window_is_taken_as_it(endpoint, tmp_path):
+    """A pair of 5,000 neighbours expanded with five times MAX_CANDIDATES:
+    the candidates are the largest window's, as on the embedded store, and
+    no more than that window's neighbours leave the server (a first page of
+    the limit asked for would bring the whole pair)."""
+    from engine.backends.sparql import SparqlGraph
+    from engine.graph import MAX_CANDIDATES, Relation
+
+    ex = "http://example.org/wide/"
+    label = "http://www.w3.org/2000/01/rdf-schema#label"
+    lines = [f'<{ex}film> <{label}> "Wide Film" .']
+    for i in range(5_000):
+        lines.append(f"<{ex}film> <{ex}starring> <{ex}actor{i}> .")
+        lines += [f'<{ex}actor{i}> <{label}> "Actor {i}" .'] if i % 2 else []
+    spec, local = loaded_both(tmp_path, lines, "wide")
+    pair = [(f"{ex}film", Relation(f"{ex}starring", "out"))]
+    kg = SparqlGraph(spec, memo=False)
+    sent: set[str] = set()
+    plain = kg._select
+
+    def spy(text, params=()):
+        rows = plain(text, params)
+        sent.update(r["x"].value for r in rows if "x" in r.keys() and r["x"] is not None)
+        return rows
+
+    kg._select = spy
+    try:
+        got = [(c.node.id, c.node.name) for c in kg.expand(pair, limit=5 * MAX_CANDIDATES)]
+        assert got == [(c.node.id, c.node.name) for c in local.expand(pair, limit=MAX_CANDIDATES)]
+        assert len(got) == MAX_CANDIDATES and 0 < len(sent) <= 4 * MAX_CANDIDATES + 1
+    finally:
+        kg.close()
+
+
 @pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "values-in-text"])
 def test_a_process_has_the_endpoint_sort_a_crowded_pair_and_list_a_hub_once(endpoint, tmp_path, prepared,
                                                                               monkeypatch):

@@ -59,6 +59,7 @@ from engine.backends.neo4j.session import Neo4jSession
 from engine.graph import (
     CANDIDATE_WINDOW,
     DEFAULT_POLICY,
+    MAX_CANDIDATES,
     NAME_MATCHES,
     Candidate,
     Direction,
@@ -233,6 +234,7 @@ class Neo4jKG(KnowledgeGraph):
     # -- expand ------------------------------------------------------------------
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
                over: int = 0, size: int = 5, through: bool = True) -> list[Candidate]:
+        limit = min(limit, MAX_CANDIDATES)  # (a wider window would sort a crowded pair whole)
         pairs = list(dict.fromkeys((e, r) for e, r in requests if not is_literal(e)))
         window = CANDIDATE_WINDOW * limit
         rows: dict[tuple[str, Relation], dict[str, Node | None]] = {pair: {} for pair in pairs}
