@@ -892,10 +892,12 @@ def test_a_correction_of_a_hub_s_fact_counts_none_of_its_pairs(hub_store, tog, m
     """A correction adds what it changes to the hub's degrees before the KG
     changes, with a mark of its step, so neither it nor its revert reads a
     pair of the hub whole (150,000 and 60,000 edges); one that dies after
-    the mark is finished on the next open without adding twice, and one
-    without it (as an older tog's) counts the pairs it touched again."""
+    the mark is finished on the next open without adding twice, one
+    without it (as an older tog's) counts the pairs it touched again, and
+    none leaves a mark behind."""
     from engine.backends.oxigraph.corrections import fact_quad
     from engine.backends.oxigraph.kg import OxigraphKG
+    from engine.backends.oxigraph.summaries import Summaries
     from engine.graph import Correction
 
     hub, links, likes = iri("hub"), iri("links"), iri("likes")
@@ -936,6 +938,17 @@ def test_a_correction_of_a_hub_s_fact_counts_none_of_its_pairs(hub_store, tog, m
     g.close()
     spy.calls.clear()
     assert degrees()[(links, "out")] == OUT + 2 and len(spy.unbounded(hub)) == 1
+    # killed as its step's mark goes: the record is finished on the next open, and no mark outlives it
+    done = Summaries.step_done
+    monkeypatch.setattr(Summaries, "step_done", lambda self, step: (_ for _ in ()).throw(RuntimeError("killed")))
+    died = tog("correct", "--add", f"<{hub}>|<{links}>|<{iri('m10')}>", "--reason", "r", "--store", store)
+    assert died.exit_code != 0
+    monkeypatch.setattr(Summaries, "step_done", done)
+    assert degrees()[(links, "out")] == OUT + 3
+    g = open_graph(store)
+    assert g.kg.summaries.db.execute("SELECT COUNT(*) FROM correction_steps").fetchone()[0] == 0
+    assert [c.status for c in g.corrections.list()].count("applying") == 0
+    g.close()
 
 
 def test_a_killed_load_leaves_summaries_true_after_it_resumes(tmp_path, tog):

@@ -133,18 +133,27 @@ class OxigraphCorrections:
         # a load may have named the same IRI since (a bare name gets a delimited load's IRI): read it again
         OxigraphKG(self.db).reshow(e for e, _ in c.named)
 
-    def _finish(self, c: Correction, status: str, undo: bool) -> None:
-        """``c`` recorded as ``status``; its step's mark is no longer needed."""
+    def _begin(self, c: Correction, status: str) -> None:
+        """``c`` recorded as ``status`` (applying, reverting), on disk before
+        its step adds to the summaries: a record lost to a crash would leave
+        them added to for a change that never happened."""
         c.status = status
         self._save(c)
+        self.db.flush()
+
+    def _finish(self, c: Correction, status: str, undo: bool) -> None:
+        """``c`` recorded as ``status``. Its step's mark goes first: a crash
+        in between leaves a record to finish with no mark, which counts what
+        it touched again (a mark left behind would outlive its record)."""
         self.db.summaries.step_done(_step_id(c, undo))
+        c.status = status
+        self._save(c)
 
     def apply(self, c: Correction) -> Correction:
         self.db.writable()
         c.kept = [f for f in c.added if self.has_fact(f)]
         c.added = [f for f in c.added if f not in c.kept]
-        c.status = "applying"
-        self._save(c)
+        self._begin(c, "applying")
         self._step(c, False)
         self._finish(c, "active", False)
         self.db.flush()
@@ -179,8 +188,8 @@ class OxigraphCorrections:
 
     def revert(self, c: Correction, when: str) -> Correction:
         self.db.writable()
-        c.status, c.reverted = "reverting", when
-        self._save(c)
+        c.reverted = when
+        self._begin(c, "reverting")
         self._step(c, True)
         self._finish(c, "reverted", True)
         self.db.flush()
