@@ -888,7 +888,6 @@ def test_the_saved_browser_query_draws_a_root_per_topic(neo4j_store, tog, tmp_pa
     assert both in answer
 
 
-
 def test_warm_asks_offline_questions_from_named_entities_and_records_nothing(tog, store_spec, tmp_path):
     """`tog warm` (for a server just started): a few offline questions from
     named entities of the KG, found by a bounded read from a seeded place

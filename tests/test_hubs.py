@@ -1003,7 +1003,7 @@ def test_a_correction_that_makes_a_hub_summarises_it(tmp_path, tog, monkeypatch)
     assert added.exit_code == 0, added.output
     cid = re.search(r"correction (\S+):", added.output).group(1)
     g = open_graph(store)
-    assert g.kg.summaries.is_hub(iri("edge"), "out")
+    assert (iri("edge"), "out") in g.kg.summaries.hubs([iri("edge")])
     spy = Spy(g.kg, monkeypatch)
     rels = {(r.id, r.direction): r.degree for r in g.kg.relations([iri("edge")])[iri("edge")]}
     assert rels == {(iri("knows"), "out"): HUB_EDGES - 1, (iri("likes"), "out"): 1}

@@ -642,6 +642,7 @@ def test_virtuoso_pages_iris_that_are_not_ascii_in_the_sample_order(endpoint, tm
         finally:
             kg.close()
 
+
 def test_a_limit_past_the_largest_window_is_taken_as_it(endpoint, tmp_path):
     """A pair of 5,000 neighbours expanded with five times MAX_CANDIDATES:
     the candidates are the largest window's, as on the embedded store, and

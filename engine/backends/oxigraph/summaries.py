@@ -73,6 +73,9 @@ CREATE TABLE IF NOT EXISTS correction_steps (step TEXT PRIMARY KEY) WITHOUT ROWI
 HUB_EDGES = 1000    # more edges than this in one direction: a hub, summarised
 SAMPLE_KEEP = common.SAMPLE_KEEP  # neighbours kept per crowded pair, in sample order
 Key = tuple[str, str, str]  # (entity, relation, direction)
+# a hub's edges, summed again from its relations' degrees (parameters: entity, direction)
+HUB_EDGES_SUMMED = ("UPDATE hubs SET edges = (SELECT COALESCE(SUM(degree), 0) FROM hub_relations WHERE entity = ?1 "
+                    "AND direction = ?2) WHERE entity = ?1 AND direction = ?2")
 Directions = ("out", "in")
 
 SAMPLE_RATE = 10     # a load into an empty store tallies one line in this many (HubTally)
@@ -206,12 +209,16 @@ class Summaries:
             self._write([("INSERT INTO hub_relations VALUES (?, ?, ?, ?)",
                           [(entity, direction, r, n) for r, n in degrees.items() if n > 0])], many=True)
             if self.persist:
-                self._hubs.pop((entity, "out"), None)
-                self._hubs.pop((entity, "in"), None)
+                self._unview(entity)
             else:  # kept in the view only: fill the entity's both directions
                 other = "in" if direction == "out" else "out"
                 self._hubs.setdefault((entity, other), None)
                 self._hubs[(entity, direction)] = {r: n for r, n in degrees.items() if n > 0}
+
+    def _unview(self, entity: str) -> None:
+        """``entity``'s hub summary is read from the tables again (they changed)."""
+        self._hubs.pop((entity, "out"), None)
+        self._hubs.pop((entity, "in"), None)
 
     def hub_entities(self) -> dict[str, list[str]]:
         """{direction: every summarised hub}."""
@@ -221,9 +228,6 @@ class Summaries:
                 for e, d in self.db.execute("SELECT entity, direction FROM hubs"):
                     out[d].append(e)
             return out
-
-    def is_hub(self, entity: str, direction: str) -> bool:
-        return (entity, direction) in self.hubs([entity])
 
     def set_degree(self, entity: str, direction: str, relation: str, degree: int) -> None:
         """A summarised hub's degree for one relation (0 drops it)."""
@@ -235,9 +239,7 @@ class Summaries:
             else:
                 change = ("DELETE FROM hub_relations WHERE entity = ? AND direction = ? AND relation = ?",
                           (entity, direction, relation))
-            self._write([change, ("UPDATE hubs SET edges = (SELECT COALESCE(SUM(degree), 0) FROM hub_relations "
-                                  "WHERE entity = ? AND direction = ?) WHERE entity = ? AND direction = ?",
-                                  (entity, direction, entity, direction))])
+            self._write([change, (HUB_EDGES_SUMMED, (entity, direction))])
             found = self._hubs.get((entity, direction))
             if not self.persist and found is not None:
                 if degree > 0:
@@ -245,8 +247,7 @@ class Summaries:
                 else:
                     found.pop(relation, None)
             elif self.persist:
-                self._hubs.pop((entity, "out"), None)
-                self._hubs.pop((entity, "in"), None)
+                self._unview(entity)
 
     def replace_hubs(self, found: dict[tuple[str, str], dict[str, int]], state: dict) -> None:
         """A build's result: every hub's summary, replacing what was kept, and
@@ -479,8 +480,7 @@ class Summaries:
                     "ON CONFLICT (entity, direction, relation) DO UPDATE SET degree = degree + excluded.degree",
                     [(e, d, r, n) for (e, d, r), n in hub_rows.items() if n])
                 db.executemany("DELETE FROM hub_relations WHERE entity = ? AND direction = ? AND degree <= 0", ends)
-                db.executemany("UPDATE hubs SET edges = (SELECT COALESCE(SUM(degree), 0) FROM hub_relations WHERE "
-                               "entity = ?1 AND direction = ?2) WHERE entity = ?1 AND direction = ?2", ends)
+                db.executemany(HUB_EDGES_SUMMED, ends)
                 if db.execute("SELECT 1 FROM summary_state WHERE key = 'totals'").fetchone() is not None:
                     db.executemany("INSERT INTO relation_totals VALUES (?, ?) "
                                    "ON CONFLICT (relation) DO UPDATE SET facts = facts + excluded.facts",
@@ -492,8 +492,7 @@ class Summaries:
                 db.rollback()
                 raise
             for e, _ in ends:
-                self._hubs.pop((e, "out"), None)
-                self._hubs.pop((e, "in"), None)
+                self._unview(e)
 
     def step_done(self, step: str) -> None:
         """A correction's step is recorded as finished: its mark goes."""
