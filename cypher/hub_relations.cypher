@@ -4,7 +4,7 @@
 // because the type is named in the text (see engine.queries.cypher_name).
 // With the hub's KG degree each way, which the counts must add up to (as in
 // hubs_get: not the run state's AT edges nor the corrections' ABOUT edges),
-// and its correction counter (hubs_forget), both read before the counts.
+// and its correction counter (hubs_touch), both read before the counts.
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
 WITH id, e, coalesce(e.tog_edits, 0) AS edits, COUNT { (e)-->() } AS out,

@@ -1,7 +1,8 @@
-// Inside a correction's transaction: forget the kept relation counts of a
-// batch of entities it touches (it may swap one edge for another, which
-// keeps their degrees), and move their correction counter, so that counts
-// a question read before the correction and keeps after it are not used.
+// Forget the kept relation counts of a batch of entities whose edges moved
+// outside a correction (the typed values' one-time rewrite merges Value
+// nodes, which may swap one edge for another and keep their degrees), and
+// move their correction counter, so that counts a question read before and
+// keeps after are not used either.
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
 SET e.tog_edits = coalesce(e.tog_edits, 0) + 1

@@ -3,7 +3,7 @@
 // degree each way (from the degree store: not the run state's AT edges nor
 // the corrections' ABOUT edges, as in hub_relations) is still what the
 // counts add up to, and that no correction touched since they were counted
-// (the counter hubs_forget moves); any other is counted again.
+// (the counter hubs_touch moves); any other is counted again.
 UNWIND $ids AS id
 MATCH (h:TogHub {id: id})
 MATCH (e:Entity {id: id})

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.backends.common import sample_hash
-from engine.backends.neo4j.kg import refresh_samples
+from engine.backends.neo4j.kg import refresh_summaries
 from engine.backends.neo4j.session import Neo4jSession
 from engine.backends.neo4j.sink import literal_parts
 from engine.graph import Correction, Fact, is_literal, literal_term, name_keys, stored_id
@@ -35,17 +35,23 @@ class Neo4jCorrections:
         return bool(rows and rows[0]["found"])
 
     @staticmethod
-    def _change(tx, correction_id: str | None, remove: Sequence[Fact], add: Sequence[Fact]) -> None:
+    def _change(tx, correction_id: str | None, remove: Sequence[Fact], add: Sequence[Fact]) -> list[tuple[Fact, int]]:
+        """Take ``remove`` out and put ``add`` in; the facts that really
+        went (-1) or came (+1), by the server's own counters."""
+        changed: list[tuple[Fact, int]] = []
         for s, r, o in remove:
-            tx.run(cypher("fact_remove"), s=s, r=r, o=o, literal=is_literal(o)).consume()
+            summary = tx.run(cypher("fact_remove"), s=s, r=r, o=o, literal=is_literal(o)).consume()
+            changed += [((s, r, o), -1)] * summary.counters.relationships_deleted
         for s, r, o in add:
             if is_literal(o):
                 _, value, datatype, lang, o_sk = literal_parts(literal_term(o))
-                tx.run(cypher("fact_add_value"), s=s, r=r, o=o, value=value, datatype=datatype, lang=lang,
-                       correction=correction_id, s_sk=sample_hash(s), o_sk=o_sk).consume()
+                summary = tx.run(cypher("fact_add_value"), s=s, r=r, o=o, value=value, datatype=datatype, lang=lang,
+                                 correction=correction_id, s_sk=sample_hash(s), o_sk=o_sk).consume()
             else:
-                tx.run(cypher("fact_add_entity"), s=s, r=r, o=o, correction=correction_id, s_sk=sample_hash(s),
-                       o_sk=sample_hash(o)).consume()
+                summary = tx.run(cypher("fact_add_entity"), s=s, r=r, o=o, correction=correction_id,
+                                 s_sk=sample_hash(s), o_sk=sample_hash(o)).consume()
+            changed += [((s, r, o), 1)] * summary.counters.relationships_created
+        return changed
 
     @staticmethod
     def _name(tx, c: Correction, on: bool) -> None:
@@ -67,8 +73,8 @@ class Neo4jCorrections:
 
         def work(tx) -> None:
             self._name(tx, c, True)
-            self._change(tx, c.id, c.removed, c.added)
-            refresh_samples(tx, self.session, [*c.removed, *c.added])
+            changed = self._change(tx, c.id, c.removed, c.added)
+            refresh_summaries(tx, self.session, [*c.removed, *c.added], changed)
             self._save(tx, c)
 
         self.session.write_tx(work)
@@ -84,9 +90,9 @@ class Neo4jCorrections:
         added, removed = stored(c.added), stored(c.removed)
 
         def work(tx) -> None:
-            self._change(tx, None, added, removed)  # restored facts carry no correction mark
+            changed = self._change(tx, None, added, removed)  # restored facts carry no correction mark
             self._name(tx, c, False)
-            refresh_samples(tx, self.session, [*added, *removed])
+            refresh_summaries(tx, self.session, [*added, *removed], changed)
             self._save(tx, c)
 
         self.session.write_tx(work)

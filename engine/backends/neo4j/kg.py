@@ -13,9 +13,10 @@ the node, all 449,022 of a hub's in-edges for a pair of 297.
   counts its dense entities when it ends, a question any other hub. Kept
   counts are used only while the hub's degree each way (from the degree
   store) is what they add up to, so that any change of its degree (a load,
-  running or not, or a raw write) has them counted again; a correction,
-  which may swap one edge for another, moves the hub's correction counter
-  in its transaction, which kept counts must match. (A raw write that
+  running or not, or a raw write) has them counted again; a correction
+  adds the edges it changed to them and moves the hub's correction counter
+  in its transaction (counts a question read before it and kept after it
+  do not match the counter, and are counted again). (A raw write that
   swaps edges and keeps the degrees goes unseen.);
 - expand: each pair's neighbours are read lazily up to the candidate
   window with their names (not a pair whose relation's degree says it
@@ -63,6 +64,7 @@ from engine.graph import (
     NAME_MATCHES,
     Candidate,
     Direction,
+    Fact,
     KnowledgeGraph,
     Meter,
     Node,
@@ -184,9 +186,9 @@ class Neo4jKG(KnowledgeGraph):
         that no correction touched since, or counted per type from the
         degree store now (and kept if they add up). A load's edges change
         the degrees (the load counts its dense entities again when it ends:
-        ``sample_big``); a correction, which may swap one edge for another,
+        ``sample_big``); a correction adds the edges it changed to them and
         moves the hub's correction counter in its transaction
-        (``hubs_forget``)."""
+        (``refresh_hubs``), so that counts read before it are not kept."""
         self._load_end_made()
         out: dict[str, list[Relation]] = {}
         for part in chunks(hubs, BATCH):
@@ -391,21 +393,22 @@ class Neo4jKG(KnowledgeGraph):
                 "hubs summarised": kept["hubs"],
                 "summaries": f"hubs (more than {HUB_EDGES} edges in a direction) counted per relation from "
                              f"Neo4j's degrees when a load ends or when first needed, then kept while their "
-                             f"degrees hold; samples of crowded pairs (the first {SAMPLE_KEEP} neighbours in "
-                             f"sample order) and the schema ({SCHEMA_TAILS} tails per relation from its first "
-                             f"{SCHEMA_READ} edges, {SCHEMA_EDGES} edges each way of each) made when first needed, "
+                             f"degrees hold (a correction adds its changes to them); samples of crowded pairs "
+                             f"(the first {SAMPLE_KEEP} neighbours in sample order) and the schema "
+                             f"({SCHEMA_TAILS} tails per relation from its first {SCHEMA_READ} edges, "
+                             f"{SCHEMA_EDGES} edges each way of each) made when first needed, "
                              f"except the samples of pairs past {SORT_MAX:,} edges, made by the load ({big}); a "
                              f"load merges the edges it writes into the samples and forgets the schema"}
 
 
-def refresh_samples(tx, session: Neo4jSession, facts: Sequence[tuple[str, str, str]]) -> None:
+def refresh_summaries(tx, session: Neo4jSession, facts: Sequence[Fact], changed: Sequence[tuple[Fact, int]]) -> None:
     """Inside a correction's transaction: bring the kept samples of the pairs
     ``facts`` touch up to date with the KG as the transaction sees it, and
-    forget the kept relation counts of the entities they touch."""
+    add the facts that really ``changed`` (+1 came, -1 went) to the kept
+    relation counts of the hubs at their ends (``refresh_hubs``)."""
     from engine.queries import cypher
 
-    touched = {x for s, _, o in facts for x in (s, o) if not is_literal(x)}
-    tx.run(cypher("hubs_forget"), ids=sorted(touched)).consume()  # once each, one statement
+    refresh_hubs(tx, facts, changed)
     for s, r, o in facts:
         ends: list[tuple[str, Direction, str]] = [(s, "out", o)]
         if not is_literal(o):
@@ -423,6 +426,41 @@ def refresh_samples(tx, session: Neo4jSession, facts: Sequence[tuple[str, str, s
             if there and (len(old) >= before or (old and sample_key(neighbour) < sample_key(old[-1]))):
                 sample = sorted([*sample, neighbour], key=sample_key)
             tx.run(cypher("sample_save"), key=key, degree=n, sample=sample[: max(len(old), SAMPLE_KEEP)]).consume()
+
+
+def refresh_hubs(tx, facts: Sequence[Fact], changed: Sequence[tuple[Fact, int]]) -> None:
+    """Inside a correction's transaction, after its facts changed: move the
+    correction counter of every entity ``facts`` touch (``hubs_touch``), and
+    add each change to the kept counts of a hub at its ends, when they were
+    current; counts that were not, or that the change would take below
+    zero, are dropped, and the next listing counts them again. Counts that
+    did not add up to the hub's degrees before still do not after (both
+    move by the same edges), so ``hubs_get`` keeps refusing them."""
+    from engine.queries import cypher
+
+    touched = sorted({x for s, _, o in facts for x in (s, o) if not is_literal(x)})
+    steps: dict[str, dict[tuple[str, Direction], int]] = defaultdict(lambda: defaultdict(int))
+    for (s, r, o), delta in changed:
+        steps[s][(r, "out")] += delta
+        if not is_literal(o):
+            steps[o][(r, "in")] += delta
+    rows, drop = [], []
+    for row in tx.run(cypher("hubs_touch"), ids=touched):  # once each, one statement
+        moved = steps.get(row["e"], {})
+        counts = dict(zip(zip(row["types"], row["dirs"]), row["n"]))
+        for pair, delta in moved.items():
+            counts[pair] = counts.get(pair, 0) + delta
+        if not row["current"] or min(counts.values(), default=0) < 0:
+            drop.append(row["e"])
+            continue
+        kept = [(t, d, n) for (t, d), n in counts.items() if n]
+        out, in_ = (row[way] + sum(n for (_, d), n in moved.items() if d == way) for way in ("out", "in"))
+        rows.append([row["e"], [t for t, _, _ in kept], [d for _, d, _ in kept], [n for _, _, n in kept],
+                     out, in_, row["edits"]])
+    if rows:
+        tx.run(cypher("hubs_save"), rows=rows).consume()
+    if drop:
+        tx.run(cypher("hubs_drop"), ids=drop).consume()
 
 
 # Relations whose look-ahead tails one statement reads (a UNION ALL of a branch each).
