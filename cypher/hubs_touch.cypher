@@ -1,14 +1,15 @@
 // Inside a correction's transaction, after its facts changed: move the
-// correction counter of each entity it touched (which holds the entity's
-// lock until the correction commits, so two corrections of one hub take
-// turns), and return the hub's kept counts with whether they were current
-// (counted since the last correction: the counter hubs_get checks). The
-// correction adds its changes to current ones (hubs_save) and drops the others.
+// correction counter of each entity it touched, and return the hub's kept
+// counts with whether they were current (counted since the last correction:
+// the counter hubs_get checks). The correction adds its changes to current
+// ones (hubs_save) and drops the others. The counter is moved before it is
+// read (a SET that reads the property itself locks the node first; a dense
+// node's new or deleted edges do not), so the entity stays locked until the
+// correction commits and two corrections of one hub take turns.
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
-WITH id, e, coalesce(e.tog_edits, 0) AS edits
-SET e.tog_edits = edits + 1
-WITH id, edits
+SET e.tog_edits = coalesce(e.tog_edits, 0) + 1
+WITH id, e.tog_edits - 1 AS edits
 MATCH (h:TogHub {id: id})
 RETURN id AS e, h.edits = edits AS current, edits + 1 AS edits, h.types AS types, h.dirs AS dirs, h.n AS n,
        h.out AS out, h.in AS in

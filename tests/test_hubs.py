@@ -1164,10 +1164,13 @@ def test_neo4j_keeps_a_hub_s_counts_until_its_edges_change(neo4j_store, loaded_h
 
     assert _db_hits(neo4j_store, cypher("hubs_get"), checks[-1]) < 100  # its check: degrees, not the edges
     new = (iri("new_rel"), "out")
-    c = correct(store, [], [f"<{iri('hub')}>|<{new[0]}>|<{iri('city')}>"], "a test")
-    assert kept() == 1 and listed() == {**base, new: 1} and counted == []  # added to by the correction
+    hub_, links = f"<{iri('hub')}>", f"<{LINKS.id}>"
+    c = correct(store, [], [f"{hub_}|<{new[0]}>|<{iri('city')}>", f'{hub_}|<{new[0]}>|"1990"',  # a new type, a value
+                            f"<{iri('city')}>|<{LIKES.id}>|{hub_}", f"{hub_}|{links}|{hub_}"], "a test")  # in; a loop
+    more = {new: 2, (LIKES.id, "in"): IN + 1, (LINKS.id, "out"): OUT + 1, (LINKS.id, "in"): 1}
+    assert kept() == 1 and listed() == {**base, **more} and counted == []  # added to by the correction
     revert(store, c.id)
-    assert listed() == base and counted == []  # the new type's one edge gone: so is its count
+    assert listed() == base and counted == []  # the new types' edges gone: so are their counts
     link = f"<{iri('hub')}>|<{LINKS.id}>|<{iri('n5')}>"
     moved = correct(store, [link], [link.replace("n5", "m1")], "a test")  # one of the hub's links swapped
     assert listed() == base and counted == []
@@ -1186,14 +1189,21 @@ def test_neo4j_keeps_a_hub_s_counts_until_its_edges_change(neo4j_store, loaded_h
     between.append(lambda: raced.append(correct(store, [born], [f"<{iri('hub')}>|<{new[0]}>|<{iri('city')}>"], "r")))
     assert listed() == base and raced  # counted, then the swap, then the (now stale) counts kept
     assert counted == [iri("hub")] and kept() == 1
-    assert listed() == swapped and counted == [iri("hub")] * 2  # not used: counted again
+    grown = correct(store, [], [f"{hub_}|{links}|<{iri('m2')}>"], "a test")  # meets the stale counts: drops them
+    assert kept() == 0 and listed() == {**swapped, (LINKS.id, "out"): OUT + 1} and counted == [iri("hub")] * 2
+    revert(store, grown.id)
+    assert listed() == swapped and counted == [iri("hub")] * 2
     revert(store, raced[0].id)
+    assert listed() == base and counted == [iri("hub")] * 2
     assert iri("newer") not in session.relationship_types()  # this session's types, cached
     other = open_spec(neo4j_store)  # another process, which adds a relationship type to the hub
     added = correct(other, [], [f"<{iri('hub')}>|<{iri('newer')}>|<{iri('city')}>"], "elsewhere")
+    assert listed() == {**base, (iri("newer"), "out"): 1} and counted == [iri("hub")] * 2  # added to there
+    session.run_text("MATCH (h:TogHub) DETACH DELETE h", write=True)
     assert listed() == {**base, (iri("newer"), "out"): 1}  # this session had cached the types without it
+    assert counted == [iri("hub")] * 4  # counted short of its degree, then again with the types read again
     revert(other, added.id)
-    assert listed() == base and counted == [iri("hub")] * 2  # the raced counts, refused by the revert too
+    assert listed() == base and counted == [iri("hub")] * 4
     counted.clear()
     more = write_nt(tmp_path / "more.nt", [f"<{iri('hub')}> <{iri('other')}> <{iri(f'o{i}')}> ." for i in range(3)])
     load_file(store.need_sink(), more)

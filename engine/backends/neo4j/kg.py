@@ -183,7 +183,7 @@ class Neo4jKG(KnowledgeGraph):
     def _hub_relations(self, hubs: Sequence[str]) -> dict[str, list[Relation]]:
         """Every relation around each hub with its degree: kept ones
         (``(:TogHub)``) that still add up to the hub's degree each way and
-        that no correction touched since, or counted per type from the
+        whose correction counter is the hub's, or counted per type from the
         degree store now (and kept if they add up). A load's edges change
         the degrees (the load counts its dense entities again when it ends:
         ``sample_big``); a correction adds the edges it changed to them and
