@@ -3,9 +3,10 @@
 // counts with whether they were current (counted since the last correction:
 // the counter hubs_get checks). The correction adds its changes to current
 // ones (hubs_save) and drops the others. The counter is moved before it is
-// read (a SET that reads the property itself locks the node first; a dense
-// node's new or deleted edges do not), so the entity stays locked until the
-// correction commits and two corrections of one hub take turns.
+// read (a SET that reads the property itself locks the node first; an edge
+// deleted from a dense node does not), so the entity stays locked until the
+// correction commits and two corrections of one hub take turns (read first,
+// then set: of two reverts of one hub at once, one move was lost).
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
 SET e.tog_edits = coalesce(e.tog_edits, 0) + 1

@@ -1220,6 +1220,72 @@ def test_neo4j_keeps_a_hub_s_counts_until_its_edges_change(neo4j_store, loaded_h
 
 
 @pytest.mark.neo4j
+def test_neo4j_corrections_of_one_hub_at_once_both_reach_its_counts(neo4j_store, tmp_path, monkeypatch):
+    """Two reverts that take edges off one hub at the same time (a deleted
+    edge does not lock a dense node) both move its correction counter and
+    both reach its kept counts: neither reads the counter before the other
+    has committed (read first, then set, one of the two moves was lost)."""
+    import threading
+
+    from conftest import open_spec
+
+    from engine.backends.neo4j import corrections as neo4j_corrections
+    from engine.backends.neo4j import kg as neo4j_kg
+    from engine.backends.neo4j.kg import Neo4jKG
+    from engine.feedback import correct, revert
+    from loaders.load import load_file
+
+    monkeypatch.setattr(neo4j_kg, "HUB_EDGES", 30)
+    links = 120  # past Neo4j's 50 edges, from where a node is dense
+    lines = [f"<{iri('hub')}> <{LINKS.id}> <{iri(f'n{i}')}> ." for i in range(links)]
+    store = open_spec(neo4j_store, create=True)
+    load_file(store.need_sink(), write_nt(tmp_path / "hub.nt", lines))
+    fixes = [correct(store, [], [f"<{iri('hub')}>|<{LIKES.id}>|<{iri(f'n{i}')}>"], "a test") for i in range(2)]
+    session = store.kg.session
+
+    def counter() -> int:
+        return session.run_text("MATCH (e:Entity {id: $id}) RETURN e.tog_edits AS n", id=iri("hub"))[0]["n"]
+
+    before = counter()
+    meet = threading.Barrier(2, timeout=5)
+    plain = neo4j_corrections.refresh_summaries
+
+    def together(tx, *args) -> None:  # both have taken their edge off when either moves the counter
+        try:
+            meet.wait()
+        except threading.BrokenBarrierError:
+            pass  # a transaction retried after a deadlock goes on alone
+        plain(tx, *args)
+
+    monkeypatch.setattr(neo4j_corrections, "refresh_summaries", together)
+    failed: list[BaseException] = []
+
+    def undo(c) -> None:
+        try:
+            revert(open_spec(neo4j_store), c.id)  # another process each
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            failed.append(e)
+
+    threads = [threading.Thread(target=undo, args=(c,)) for c in fixes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failed and counter() == before + 2
+    counted: list[str] = []
+    plain_text = session.run_text
+
+    def spy(text, *args, **params):
+        if _statement(text) == "hub_relations":
+            counted.extend(params["ids"])
+        return plain_text(text, *args, **params)
+
+    monkeypatch.setattr(session, "run_text", spy)
+    listed = {(r.id, r.direction): r.degree for r in Neo4jKG(session).relations([iri("hub")])[iri("hub")]}
+    assert listed == {(LINKS.id, "out"): links} and counted == []  # both steps in the kept counts
+
+
+@pytest.mark.neo4j
 def test_neo4j_counts_an_older_database_s_hubs_once_before_a_question_lists_one(neo4j_store, tmp_path, monkeypatch,
                                                                                   caplog):
     """A database whose hubs a load's end did not count (an older tog made
