@@ -91,6 +91,20 @@ def _db_hits(uri: str, text: str, params: dict) -> int:
             tx.rollback()
 
 
+def _hubs_counted(monkeypatch, session) -> list[str]:
+    """The hubs a Neo4j session counts per type from now on (``hub_relations``), as it counts them."""
+    counted: list[str] = []
+    plain = session.run_text
+
+    def spy(text, *args, **params):
+        if _statement(text) == "hub_relations":
+            counted.extend(params["ids"])
+        return plain(text, *args, **params)
+
+    monkeypatch.setattr(session, "run_text", spy)
+    return counted
+
+
 def _neo4j_kg(uri: str, path, lines: list[str]):
     """The KG of a Neo4j store that holds ``lines`` (loaded from ``path``)."""
     from conftest import open_spec
@@ -1272,15 +1286,7 @@ def test_neo4j_corrections_of_one_hub_at_once_both_reach_its_counts(neo4j_store,
     for t in threads:
         t.join()
     assert not failed and counter() == before + 2
-    counted: list[str] = []
-    plain_text = session.run_text
-
-    def spy(text, *args, **params):
-        if _statement(text) == "hub_relations":
-            counted.extend(params["ids"])
-        return plain_text(text, *args, **params)
-
-    monkeypatch.setattr(session, "run_text", spy)
+    counted = _hubs_counted(monkeypatch, session)
     listed = {(r.id, r.direction): r.degree for r in Neo4jKG(session).relations([iri("hub")])[iri("hub")]}
     assert listed == {(LINKS.id, "out"): links} and counted == []  # both steps in the kept counts
 
@@ -1320,15 +1326,7 @@ def test_neo4j_counts_an_older_database_s_hubs_once_before_a_question_lists_one(
     load_file(store.need_sink(), write_nt(tmp_path / "more.nt", [f"<{iri('small')}> <{BORN.id}> <{iri('town')}> ."]))
     assert kept() == 2 and session.setting(HUBS_COUNTED, None) == 30  # a load's end: the whole KG, not what it touched
     as_an_older_tog_left_it()
-    counted: list[str] = []
-    plain = session.run_text
-
-    def spy(text, *args, **params):
-        if _statement(text) == "hub_relations":
-            counted.extend(params["ids"])
-        return plain(text, *args, **params)
-
-    monkeypatch.setattr(session, "run_text", spy)
+    counted = _hubs_counted(monkeypatch, session)
     caplog.set_level(logging.INFO, logger="tog")
     kg = Neo4jKG(session)
     assert kg.relations([iri("small")])[iri("small")] and counted == []  # no hub listed: nothing counted yet
