@@ -17,6 +17,7 @@ from engine.graph import (
     CANDIDATE_WINDOW,
     MAX_CANDIDATES,
     Candidate,
+    Direction,
     KnowledgeGraph,
     Node,
     Relation,
@@ -131,6 +132,18 @@ def past_or_first(read: Callable[[int], list[str]], most: int, skip: int) -> lis
         if len(found) == most:
             break
     return found
+
+
+def end_changes(changes: Iterable[tuple[str, str, str | None, int]]) -> dict[tuple[str, Direction, str], int]:
+    """What facts a correction changes, (subject, relation, object or None
+    for a literal, +1 came or -1 went) each, add to the degree of each
+    (entity, direction, relation) at their ends: what a hub's summary moves by."""
+    out: dict[tuple[str, Direction, str], int] = defaultdict(int)
+    for s, r, o, n in changes:
+        out[(s, "out", r)] += n
+        if o is not None:
+            out[(o, "in", r)] += n
+    return dict(out)
 
 
 def chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:

@@ -35,13 +35,15 @@ class Neo4jCorrections:
         return bool(rows and rows[0]["found"])
 
     @staticmethod
-    def _change(tx, correction_id: str | None, remove: Sequence[Fact], add: Sequence[Fact]) -> list[tuple[Fact, int]]:
+    def _change(tx, correction_id: str | None, remove: Sequence[Fact],
+                add: Sequence[Fact]) -> list[tuple[str, str, str | None, int]]:
         """Take ``remove`` out and put ``add`` in; the facts that really
-        went (-1) or came (+1), by the server's own counters."""
-        changed: list[tuple[Fact, int]] = []
+        went (-1) or came (+1), by the server's own counters, as
+        ``end_changes`` takes them (a literal object as None)."""
+        changed: list[tuple[str, str, str | None, int]] = []
         for s, r, o in remove:
             summary = tx.run(cypher("fact_remove"), s=s, r=r, o=o, literal=is_literal(o)).consume()
-            changed += [((s, r, o), -1)] * summary.counters.relationships_deleted
+            changed += [(s, r, None if is_literal(o) else o, -1)] * summary.counters.relationships_deleted
         for s, r, o in add:
             if is_literal(o):
                 _, value, datatype, lang, o_sk = literal_parts(literal_term(o))
@@ -50,7 +52,7 @@ class Neo4jCorrections:
             else:
                 summary = tx.run(cypher("fact_add_entity"), s=s, r=r, o=o, correction=correction_id,
                                  s_sk=sample_hash(s), o_sk=sample_hash(o)).consume()
-            changed += [((s, r, o), 1)] * summary.counters.relationships_created
+            changed += [(s, r, None if is_literal(o) else o, 1)] * summary.counters.relationships_created
         return changed
 
     @staticmethod

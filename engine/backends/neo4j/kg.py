@@ -48,6 +48,7 @@ from engine.backends.common import (
     Found,
     chunks,
     crowd_cap,
+    end_changes,
     informative,
     label_relations,
     look_through,
@@ -401,10 +402,11 @@ class Neo4jKG(KnowledgeGraph):
                              f"load merges the edges it writes into the samples and forgets the schema"}
 
 
-def refresh_summaries(tx, session: Neo4jSession, facts: Sequence[Fact], changed: Sequence[tuple[Fact, int]]) -> None:
+def refresh_summaries(tx, session: Neo4jSession, facts: Sequence[Fact],
+                      changed: Sequence[tuple[str, str, str | None, int]]) -> None:
     """Inside a correction's transaction: bring the kept samples of the pairs
     ``facts`` touch up to date with the KG as the transaction sees it, and
-    add the facts that really ``changed`` (+1 came, -1 went) to the kept
+    add the facts that really ``changed`` (``end_changes``) to the kept
     relation counts of the hubs at their ends (``refresh_hubs``)."""
     from engine.queries import cypher
 
@@ -428,7 +430,7 @@ def refresh_summaries(tx, session: Neo4jSession, facts: Sequence[Fact], changed:
             tx.run(cypher("sample_save"), key=key, degree=n, sample=sample[: max(len(old), SAMPLE_KEEP)]).consume()
 
 
-def refresh_hubs(tx, facts: Sequence[Fact], changed: Sequence[tuple[Fact, int]]) -> None:
+def refresh_hubs(tx, facts: Sequence[Fact], changed: Sequence[tuple[str, str, str | None, int]]) -> None:
     """Inside a correction's transaction, after its facts changed: move the
     correction counter of every entity ``facts`` touch (``hubs_touch``), and
     add each change to the kept counts of a hub at its ends, when they were
@@ -439,11 +441,9 @@ def refresh_hubs(tx, facts: Sequence[Fact], changed: Sequence[tuple[Fact, int]])
     from engine.queries import cypher
 
     touched = sorted({x for s, _, o in facts for x in (s, o) if not is_literal(x)})
-    steps: dict[str, dict[tuple[str, Direction], int]] = defaultdict(lambda: defaultdict(int))
-    for (s, r, o), delta in changed:
-        steps[s][(r, "out")] += delta
-        if not is_literal(o):
-            steps[o][(r, "in")] += delta
+    steps: dict[str, dict[tuple[str, Direction], int]] = defaultdict(dict)
+    for (entity, direction, relation), delta in end_changes(changed).items():
+        steps[entity][(relation, direction)] = delta
     rows, drop = [], []
     for row in tx.run(cypher("hubs_touch"), ids=touched):  # once each, one statement
         moved = steps.get(row["e"], {})

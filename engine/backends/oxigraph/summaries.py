@@ -463,12 +463,11 @@ class Summaries:
         hubs at its ends and to the relations' totals (when kept), with the
         step's mark, in one transaction: the hubs' pairs and the relations
         are not counted again, and a step finished twice adds once."""
-        hub_rows: dict[tuple[str, str, str], int] = {}
+        changes = list(changes)
+        hub_rows = common.end_changes(changes)
         totals: dict[str, int] = {}
-        for s, r, o, n in changes:
+        for _, r, _, n in changes:
             totals[r] = totals.get(r, 0) + n
-            for key in [(s, "out", r)] + ([(o, "in", r)] if o is not None else []):
-                hub_rows[key] = hub_rows.get(key, 0) + n
         ends = sorted({(e, d) for e, d, _ in hub_rows})
         with self.lock:
             db = self.db
