@@ -225,8 +225,10 @@ class Neo4jSession:
             for r in self.run("values_merge", write=True, rows=merge) if merge else []:
                 moved.update(r["subjects"])
             changed += len(fix)
-        if moved:
-            self.run("hubs_forget", write=True, ids=sorted(moved))
+        if moved:  # merged values may swap a hub's edges and keep its degrees: its kept counts go
+            kept = [r["e"] for r in self.run("hubs_touch", write=True, ids=sorted(moved))]
+            if kept:
+                self.run("hubs_drop", write=True, ids=kept)
         if changed:
             log.info(f"{changed:,} typed values of the Neo4j database put in their stored form (once)")
             self.run_batched("summaries_clear")
