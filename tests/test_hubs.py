@@ -1765,3 +1765,22 @@ def test_a_crowded_pairs_sample_leaves_out_blank_nodes(tmp_path):
         ordered, degree, known = g.kg.neighbours([pair], window)
         assert ordered[pair][:window] == sorted((node_id(x) for x in ins), key=sample_key)[:window], window
         assert degree[pair] == len(ins) and (pair not in known) == crowded, window
+
+
+@pytest.mark.neo4j
+def test_neo4j_finds_named_entities_by_their_names_not_every_entity(neo4j_store, tmp_path):
+    """`tog warm`'s entities on Neo4j: in a KG of 40 names among 30,000
+    unnamed nodes, a place past the names reads the names (the linking
+    index), not every entity to go past them, by the server's own count
+    (PROFILE); what it finds is named, and from the first names then."""
+    from engine.queries import cypher
+
+    unnamed = 30_000
+    lines = [f"<{iri('root')}> <{iri('holds')}> <{iri(f'u{i}')}> ." for i in range(unnamed)]
+    lines += [f'<{iri(f"u{i}")}> <{RDFS_LABEL}> "Kept {i}" .' for i in range(0, 40 * 750, 750)]
+    kg = _neo4j_kg(neo4j_store, tmp_path / "few-names.nt", lines)
+    first, later = kg.named_entities(5), kg.named_entities(5, skip=5)
+    assert len(set(first + later)) == 10 and set(first + later) <= set(kg.labels(first + later))
+    assert kg.named_entities(5, skip=1_000) == first  # past the names: from the first
+    hits = _db_hits(neo4j_store, cypher("named_entities"), {"skip": 1_000, "most": 5})
+    assert hits < 20 * 40 < unnamed, hits
