@@ -125,6 +125,16 @@ def _open(store: str, create: bool = False, reading: bool = False):
     return opened
 
 
+def _note_cold(s) -> None:
+    """One line on stderr when the store's server started since its last warm-up."""
+    from engine.text import printable
+
+    started = s.warmth.cold_since() if s.warmth is not None else None
+    if started:
+        echo(f"note: {s.name} has not been warmed up since it started ({printable(started)}), so its first questions "
+             f"pay its cold start (seconds on a big KG); `tog warm --store {s.name}` takes that on instead", err=True)
+
+
 _BESIDE_WRITER: list[str] = []  # stores this process reads beside their writer (see _fail_cleanly)
 
 
@@ -411,6 +421,7 @@ def ask(question, store, topics, as_json, **options) -> None:
     """Answer QUESTION from the store, printing the supporting KG paths."""
     settings = _settings(options)
     with settings.open() as engine, _open(store, reading=not settings.record) as s:
+        _note_cold(s)
         result = engine.ask(s, question, topics)
     data = result.to_json()
     if as_json:
@@ -799,6 +810,7 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
         except ValueError as e:
             raise click.ClickException(f"--keep-runs: {e} (or `{KEEP_FOREVER}`)") from None
     with _settings(options).open(concurrency) as engine, _open(store) as s:
+        _note_cold(s)
         engine.adopt(s)
         if s.runs is not None:
             engine.tags = {"origin": "eval", "keep": keep_runs}

@@ -263,6 +263,19 @@ class RunBrowser(Protocol):
         ...
 
 
+@runtime_checkable
+class ServerWarmth(Protocol):
+    """Whether a KG server was warmed up (``tog warm``) since it last started."""
+
+    def cold_since(self) -> str | None:
+        """When the server last started, if no warm-up followed (None: warmed, or it cannot tell)."""
+        ...
+
+    def warmed(self) -> None:
+        """Keep that a warm-up followed the server's last start."""
+        ...
+
+
 class MissingRoleError(StoreError):
     """The store lacks the role a command needs (loads on a read-only endpoint, say)."""
 
@@ -279,6 +292,7 @@ class Store:
     corrections: CorrectionLog | None = None
     sink: BulkSink | None = None
     browser: RunBrowser | None = None
+    warmth: ServerWarmth | None = None  # a server's: whether it was warmed up since it started
     absent: dict[str, str] = field(default_factory=dict)
     closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
 

@@ -10,6 +10,8 @@ LLM) and nothing recorded: half start from the entity's IRI, half link its
 name, so both ways into a question run once. What they make on the way (the
 crowded pairs' samples, the look-ahead schema) is what questions make and
 keep anyway. Any store can be warmed; an embedded store has little to gain.
+A server's store keeps that it was warmed (``Store.warmth``), and a question
+asked after the server's next start says that it was not.
 """
 
 from __future__ import annotations
@@ -70,4 +72,6 @@ def warm(store: Store, questions: int = WARM_QUESTIONS, seed: int = 0,
         out.kg_seconds.append(kg.meter.seconds - kg_started)
         if each is not None:
             each(i, entity, out.seconds[-1])
+    if entities and store.warmth is not None:
+        store.warmth.warmed()
     return out

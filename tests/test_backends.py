@@ -765,6 +765,10 @@ def test_offline_import_builds_the_same_database_as_an_online_load(neo4j_store, 
     assert "warmed: 8 questions" in started.stdout and "warm-up failed" not in started.stderr, started.stdout
     imported = open_neo4j(f"bolt://127.0.0.1:{launcher_env['NEO4J_BOLT_PORT']}", user="neo4j",
                           password=launcher_env["NEO4J_PASSWORD"])
+    uri = f"bolt://neo4j:{launcher_env['NEO4J_PASSWORD']}@127.0.0.1:{launcher_env['NEO4J_BOLT_PORT']}"
+    question = next(iter(read_questions(METAQA / "questions.txt"))).question
+    warm_asked = tog("ask", question, "--store", uri, "--no-record")  # the launcher warmed it: no note
+    assert warm_asked.exit_code == 0 and "warmed up" not in warm_asked.stderr, warm_asked.output
     try:
         assert not imported.need_runs().list()
         online = open_spec(neo4j_store, create=True)
@@ -793,6 +797,14 @@ def test_offline_import_builds_the_same_database_as_an_online_load(neo4j_store, 
     assert launcher(launcher_env, "stop").returncode == 0
     refused = launcher(launcher_env, "import", out)
     assert refused.returncode != 0 and "--replace" in refused.stderr
+    # started again without a warm-up: a question says so in one line, until `tog warm`
+    assert launcher(dict(launcher_env, NEO4J_WARM="0"), "start").returncode == 0
+    cold = tog("ask", question, "--store", uri, "--no-record")
+    assert cold.exit_code == 0 and cold.stderr.count("has not been warmed up since it started") == 1, cold.output
+    assert "import-test-pw" not in cold.output + cold.stderr and "`tog warm --store bolt://127.0.0.1:" in cold.stderr
+    assert tog("warm", "--store", uri, "--questions", "2").exit_code == 0
+    warmed_again = tog("ask", question, "--store", uri, "--no-record")
+    assert warmed_again.exit_code == 0 and "warmed up" not in warmed_again.stderr, warmed_again.output
 
 
 def test_relations_named_in_the_kg_are_shown_by_their_names(store_spec, tmp_path):

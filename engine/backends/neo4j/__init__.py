@@ -25,6 +25,7 @@ from engine.backends.neo4j.kg import Neo4jKG
 from engine.backends.neo4j.runs import Neo4jBrowser, Neo4jRunLog
 from engine.backends.neo4j.session import Neo4jSession
 from engine.backends.neo4j.sink import Neo4jSink
+from engine.backends.neo4j.warmth import Neo4jWarmth
 from engine.graph import DEFAULT_POLICY, RelationPolicy
 from engine.store import Store
 
@@ -47,4 +48,4 @@ def open_neo4j(uri: str, *, user: str | None = None, password: str | None = None
         raise
     kg = Neo4jKG(session, policy)
     return Store(session.uri, kg, runs, Neo4jCorrections(session), Neo4jSink(session),
-                 browser=Neo4jBrowser(kg), closers=[session.close])
+                 browser=Neo4jBrowser(kg), warmth=Neo4jWarmth(session), closers=[session.close])
