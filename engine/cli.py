@@ -132,7 +132,7 @@ def _note_cold(s) -> None:
     started = s.warmth.cold_since() if s.warmth is not None else None
     if started:
         echo(f"note: {s.name} has not been warmed up since it started ({printable(started)}), so its first questions "
-             f"pay its cold start (seconds on a big KG); `tog warm --store {s.name}` takes that on instead", err=True)
+             f"pay its cold start (seconds); `tog warm --store {s.name}` takes that on instead", err=True)
 
 
 _BESIDE_WRITER: list[str] = []  # stores this process reads beside their writer (see _fail_cleanly)
