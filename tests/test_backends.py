@@ -802,6 +802,9 @@ def test_offline_import_builds_the_same_database_as_an_online_load(neo4j_store, 
     cold = tog("ask", question, "--store", uri, "--no-record")
     assert cold.exit_code == 0 and cold.stderr.count("has not been warmed up since it started") == 1, cold.output
     assert "import-test-pw" not in cold.output + cold.stderr and "`tog warm --store bolt://127.0.0.1:" in cold.stderr
+    evaluated = tog("eval", METAQA / "questions.txt", "--limit", "1", "--store", uri, "--no-record",
+                    "--out", tmp_path / "cold.jsonl")  # so does an eval, once
+    assert evaluated.exit_code == 0 and evaluated.stderr.count("has not been warmed up") == 1, evaluated.output
     assert tog("warm", "--store", uri, "--questions", "2").exit_code == 0
     warmed_again = tog("ask", question, "--store", uri, "--no-record")
     assert warmed_again.exit_code == 0 and "warmed up" not in warmed_again.stderr, warmed_again.output
