@@ -72,6 +72,6 @@ def warm(store: Store, questions: int = WARM_QUESTIONS, seed: int = 0,
         out.kg_seconds.append(kg.meter.seconds - kg_started)
         if each is not None:
             each(i, entity, out.seconds[-1])
-    if entities and store.warmth is not None:
+    if store.warmth is not None:  # (with nothing to warm too: saying "run tog warm" again would not help)
         store.warmth.warmed()
     return out
