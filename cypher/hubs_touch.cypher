@@ -10,7 +10,7 @@
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
 SET e.tog_edits = coalesce(e.tog_edits, 0) + 1
-WITH id, e.tog_edits - 1 AS edits
+WITH id, e.tog_edits AS edits
 MATCH (h:TogHub {id: id})
-RETURN id AS e, h.edits = edits AS current, edits + 1 AS edits, h.types AS types, h.dirs AS dirs, h.n AS n,
+RETURN id AS e, h.edits = edits - 1 AS current, edits, h.types AS types, h.dirs AS dirs, h.n AS n,
        h.out AS out, h.in AS in

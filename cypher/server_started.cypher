@@ -1,7 +1,8 @@
-// When the server's JVM started, as text: `tog warm` keeps the start it
-// warmed, and a question asked after a later one is told that its first
-// questions pay the server's cold start (engine/backends/neo4j/warmth.py).
-// (SHOW DATABASES's lastStartTime would not do: it stays at the database's
-// creation when the server restarts.)
+// When the server's JVM started, as text, and the start `tog warm` last
+// followed (the setting $key, JSON): a question asked after a later start is
+// told that its first questions pay the server's cold start
+// (engine/backends/neo4j/warmth.py). (SHOW DATABASES's lastStartTime would
+// not do: it stays at the database's creation when the server restarts.)
 CALL dbms.queryJmx('java.lang:type=Runtime') YIELD attributes
-RETURN toString(datetime({epochMillis: attributes.StartTime.value})) AS started
+OPTIONAL MATCH (s:TogSetting {key: $key})
+RETURN toString(datetime({epochMillis: attributes.StartTime.value})) AS started, s.value AS warmed

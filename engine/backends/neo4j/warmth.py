@@ -23,20 +23,24 @@ class Neo4jWarmth:
     def __init__(self, session: Neo4jSession) -> None:
         self.session = session
 
-    def _started(self) -> str | None:
-        """When the server last started; None when it does not say (a user
-        not allowed to query its JMX beans)."""
+    def _read(self) -> tuple[str | None, str | None]:
+        """When the server last started, and the start ``tog warm`` last
+        followed, in one statement; (None, None) when the server does not
+        tell its start (a user not allowed to query its JMX beans)."""
         try:
-            rows = self.session.run("server_started")
+            rows = self.session.run("server_started", key=WARMED)
         except StoreError:
-            return None
-        return str(rows[0]["started"]) if rows and rows[0]["started"] else None
+            return None, None
+        if not rows or not rows[0]["started"]:
+            return None, None
+        warmed = rows[0]["warmed"]
+        return str(rows[0]["started"]), (json.loads(warmed) if warmed else None)
 
     def cold_since(self) -> str | None:
-        started = self._started()
-        return started if started is not None and self.session.setting(WARMED, None) != started else None
+        started, warmed = self._read()
+        return started if started is not None and warmed != started else None
 
     def warmed(self) -> None:
-        started = self._started()
+        started, _ = self._read()
         if started is not None:
             self.session.run("setting_set", write=True, key=WARMED, value=json.dumps(started))
