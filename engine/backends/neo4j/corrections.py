@@ -76,7 +76,7 @@ class Neo4jCorrections:
         def work(tx) -> None:
             self._name(tx, c, True)
             changed = self._change(tx, c.id, c.removed, c.added)
-            refresh_summaries(tx, self.session, [*c.removed, *c.added], changed)
+            refresh_summaries(tx, self.session, c.removed, c.added, changed)
             self._save(tx, c)
 
         self.session.write_tx(work)
@@ -94,7 +94,7 @@ class Neo4jCorrections:
         def work(tx) -> None:
             changed = self._change(tx, None, added, removed)  # restored facts carry no correction mark
             self._name(tx, c, False)
-            refresh_summaries(tx, self.session, [*added, *removed], changed)
+            refresh_summaries(tx, self.session, added, removed, changed)
             self._save(tx, c)
 
         self.session.write_tx(work)

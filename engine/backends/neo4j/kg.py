@@ -402,14 +402,15 @@ class Neo4jKG(KnowledgeGraph):
                              f"load merges the edges it writes into the samples and forgets the schema"}
 
 
-def refresh_summaries(tx, session: Neo4jSession, facts: Sequence[Fact],
+def refresh_summaries(tx, session: Neo4jSession, gone: Sequence[Fact], came: Sequence[Fact],
                       changed: Sequence[tuple[str, str, str | None, int]]) -> None:
-    """Inside a correction's transaction: bring the kept samples of the pairs
-    ``facts`` touch up to date with the KG as the transaction sees it, and
-    add the facts that really ``changed`` (``end_changes``) to the kept
-    relation counts of the hubs at their ends (``refresh_hubs``)."""
+    """Inside a correction's transaction, after it took the facts ``gone``
+    out and put ``came`` in: bring the kept samples of the pairs they touch
+    up to date, and add the facts that really ``changed`` (``end_changes``)
+    to the kept relation counts of the hubs at their ends (``refresh_hubs``)."""
     from engine.queries import cypher
 
+    facts, there_now = [*gone, *came], set(came)
     refresh_hubs(tx, facts, changed)
     for s, r, o in facts:
         ends: list[tuple[str, Direction, str]] = [(s, "out", o)]
@@ -423,9 +424,8 @@ def refresh_summaries(tx, session: Neo4jSession, facts: Sequence[Fact],
             before, old = row["degree"], list(row["sample"])
             counts = tx.run(render_cypher("pair_degree", type=cypher_name(r)), e=entity).single()
             n = int(counts[direction]) if counts is not None else 0
-            there = tx.run(cypher("fact_exists"), s=s, r=r, o=o, literal=is_literal(o)).single()["found"]
             sample = [x for x in old if x != neighbour]
-            if there and (len(old) >= before or (old and sample_key(neighbour) < sample_key(old[-1]))):
+            if (s, r, o) in there_now and (len(old) >= before or (old and sample_key(neighbour) < sample_key(old[-1]))):
                 sample = sorted([*sample, neighbour], key=sample_key)
             tx.run(cypher("sample_save"), key=key, degree=n, sample=sample[: max(len(old), SAMPLE_KEEP)]).consume()
 
