@@ -124,6 +124,24 @@ def write_nt(path: Path, lines: list[str]) -> Path:
     return path
 
 
+def look_ahead_graph(ns: str, tails: int) -> tuple[list[str], list[tuple[str, str]]]:
+    """A relation ``r`` from ``tails`` subjects to as many tails, each tail
+    with a relation of its own and two edges each way besides: the
+    N-Triples lines, and the look-ahead schema every backend must give
+    ``r`` (out), the relations around the SCHEMA_TAILS tails first in the
+    sample order, as sorted (relation, direction) pairs."""
+    from engine.backends.common import SCHEMA_TAILS, sample_key
+
+    lines = []
+    for i in range(tails):
+        lines += [f"<{ns}s{i}> <{ns}r> <{ns}t{i}> .", f"<{ns}t{i}> <{ns}q{i}> <{ns}u{i}> .",
+                  f"<{ns}t{i}> <{ns}w> <{ns}v{i % 3}> .", f"<{ns}x{i % 5}> <{ns}y> <{ns}t{i}> ."]
+    chosen = sorted((f"{ns}t{i}" for i in range(tails)), key=sample_key)[:SCHEMA_TAILS]
+    want = {(f"{ns}q{t.rsplit('t', 1)[1]}", "out") for t in chosen} | {(f"{ns}w", "out"), (f"{ns}y", "in"),
+                                                                        (f"{ns}r", "in")}
+    return lines, sorted(want)
+
+
 # ---------------------------------------------------------------------------
 # Store bookkeeping: every store a test opens is closed afterwards.
 

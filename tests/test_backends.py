@@ -102,6 +102,27 @@ def test_expand_limit_keeps_the_same_sample(store_spec, tmp_path):
     assert picked != [iri(f"n{i}") for i in range(7)]
 
 
+def test_the_look_ahead_takes_the_same_tails_on_every_backend(store_spec, tmp_path):
+    """A relation of 200 edges to 200 tails, more than the look-ahead keeps:
+    its tails are the first in the sample order, not the first the store
+    happens to read, so its schema is the same on every backend. A relation
+    of more edges than the look-ahead reads keeps as many tails, from its
+    first edges."""
+    from conftest import look_ahead_graph
+
+    from engine.backends.common import SCHEMA_READ, SCHEMA_TAILS
+
+    lines, want = look_ahead_graph(iri(""), 200)
+    lines += [f"<{iri(f'b{i}')}> <{iri('big')}> <{iri(f'c{i}')}> ." for i in range(SCHEMA_READ + 50)]
+    lines += [f"<{iri(f'c{i}')}> <{iri(f'd{i}')}> <{iri('e')}> ." for i in range(SCHEMA_READ + 50)]
+    store = open_spec(store_spec, create=True)
+    load_file(store.need_sink(), write_nt(tmp_path / "ahead.nt", lines))
+    r, big = Relation(iri("r"), "out"), Relation(iri("big"), "out")
+    follows = store.kg.schema.after([r, big])
+    assert sorted((x.id, x.direction) for x in follows[r]) == want
+    assert len([x for x in follows[big] if x.direction == "out"]) == SCHEMA_TAILS
+
+
 def test_tog_sampling_of_crowded_relations(store_spec, tmp_path):
     """With ``over``, a pair with that many neighbours or more offers only
     ``size`` of them (the first in the sample order); smaller ones offer

@@ -855,7 +855,7 @@ def test_the_look_ahead_schema_reads_a_relation_s_first_edges_only(hub_store, mo
     tails are looked for among its first edges only, never by reading the
     relation whole for more distinct ones; the hub's relations come from
     its summary."""
-    from engine.backends.oxigraph.kg import SCHEMA_READ, SCHEMA_TAILS
+    from engine.backends.common import SCHEMA_READ, SCHEMA_TAILS
 
     kg = hub_store.kg
     spy = Spy(kg, monkeypatch)
@@ -1108,7 +1108,7 @@ def test_neo4j_answers_the_same_from_bounded_reads(neo4j_store, loaded_hub, tmp_
     hits = {name: _db_hits(neo4j_store, *statement) for name, statement in facts.items()}
     assert max(hits.values()) < 100, hits
     # the look-ahead over `likes` (60,000 edges, all to the hub) reads its first edges only
-    from engine.backends.neo4j.kg import SCHEMA_READ, SCHEMA_TAILS
+    from engine.backends.common import SCHEMA_READ, SCHEMA_TAILS
     from engine.queries import cypher
 
     assert "LIMIT $read" in cypher("schema_tails_out") and SCHEMA_READ < IN
@@ -1370,7 +1370,7 @@ def test_neo4j_look_ahead_over_a_relation_to_literals_reads_its_first_edges_only
     entities or none: its look-ahead reads its first SCHEMA_READ edges each
     way, as on the embedded store, not all 200,000 looking for entities, by the
     server's own count (PROFILE)."""
-    from engine.backends.neo4j.kg import SCHEMA_READ
+    from engine.backends.common import SCHEMA_READ
 
     n = 200_000
     lines = [f'<{iri(f"p{i}")}> <{iri("dated")}> "{1800 + i % 200}" .' for i in range(n)]

@@ -284,6 +284,28 @@ def test_the_endpoint_s_look_ahead_reads_a_bounded_part_of_a_hub(endpoint, tmp_p
         kg.close()
 
 
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "values-in-text"])
+def test_the_endpoint_takes_the_look_ahead_tails_the_stores_take(endpoint, tmp_path, prepared):
+    """A relation of 200 edges to 200 tails: the endpoint keeps the tails
+    first in the sample order, as the stores do, not the first its plan
+    reads, and so looks ahead over the same schema."""
+    from conftest import look_ahead_graph
+
+    from engine.backends.sparql import SparqlGraph
+    from engine.graph import Relation
+
+    ex = "http://example.org/tails/"
+    lines, want = look_ahead_graph(ex, 200)
+    spec, local = loaded_both(tmp_path, lines, "tails")
+    kg = SparqlGraph(spec, prepared=prepared)
+    try:
+        r = Relation(f"{ex}r", "out")
+        assert sorted((x.id, x.direction) for x in kg.schema.after([r])[r]) == want
+        assert sorted((x.id, x.direction) for x in local.schema.after([r])[r]) == want
+    finally:
+        kg.close()
+
+
 def test_name_lookups_ask_only_for_the_name_predicates_the_endpoint_uses(stores):
     """Which name predicates the endpoint holds is asked once; lookups then
     name only those, and still find what the embedded store finds."""
@@ -1128,12 +1150,12 @@ SELECT ?i ?x ?np ?name ?other WHERE {
         {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/r'}),
     "schema_tails_out": ("""\
 SELECT ?k ?n WHERE {
-  { { SELECT DISTINCT ?n WHERE { { SELECT ?s ?n WHERE { ?s `bif:iri_to_id(bif:http_param('tog0'), 0)` ?n . } LIMIT 256 } FILTER(isIRI(?n)) } LIMIT 16 } BIND(0 AS ?k) }
+  { { SELECT DISTINCT ?n WHERE { { SELECT ?s ?n WHERE { ?s `bif:iri_to_id(bif:http_param('tog0'), 0)` ?n . } LIMIT 256 } FILTER(isIRI(?n)) } LIMIT 17 } BIND(0 AS ?k) }
 }""",
         {'tog0': 'http://example.org/r'}),
     "schema_tails_in": ("""\
 SELECT ?k ?n WHERE {
-  { { SELECT DISTINCT ?n WHERE { { SELECT ?n ?o WHERE { ?n `bif:iri_to_id(bif:http_param('tog0'), 0)` ?o . } LIMIT 256 } FILTER(isIRI(?n)) } LIMIT 16 } BIND(0 AS ?k) }
+  { { SELECT DISTINCT ?n WHERE { { SELECT ?n ?o WHERE { ?n `bif:iri_to_id(bif:http_param('tog0'), 0)` ?o . } LIMIT 256 } FILTER(isIRI(?n)) } LIMIT 17 } BIND(0 AS ?k) }
 }""",
         {'tog0': 'http://example.org/r'}),
     "schema_around": ("""\

@@ -72,8 +72,8 @@ from engine.backends import SPARQL_SCHEMES as SCHEMES
 from engine.backends import is_sparql_uri
 from engine.backends.common import (
     SCHEMA_EDGES,
+    SCHEMA_MADE,
     SCHEMA_READ,
-    SCHEMA_TAILS,
     Found,
     chunks,
     crowd_cap,
@@ -581,28 +581,30 @@ class SparqlGraph(SparqlReads):
             elif kind == "schema_around":
                 text = render("prepared_schema_around", branches=branches(
                     "prepared_schema_around_out", "prepared_schema_around_in", limit=SCHEMA_EDGES))
-            elif kind.startswith("schema_tails_"):
+            elif kind.startswith("schema_tails_"):  # schema_tails_DIRECTION/MOST
+                name, _, most = kind.partition("/")
                 text = render("schema_tails", branches=branches(
-                    f"prepared_{kind}", slot="p", read=SCHEMA_READ, limit=SCHEMA_TAILS))
+                    f"prepared_{name}", slot="p", read=SCHEMA_READ, limit=int(most)))
             else:
                 raise ValueError(f"no prepared query {kind!r}")
             self._texts[(kind, slots)] = text
         return text
 
-    def _tails(self, part: Sequence[tuple[str, Direction]]) -> dict[int, list[str]]:
+    def _reach(self, part: Sequence[tuple[str, Direction]], most: int) -> dict[int, list[str]]:
         """On Virtuoso, prepared: a request per direction and PREPARED_MAX
-        relations, the relations as slots. With the relations in the text, Virtuoso took 0.5-0.9 s for
+        relations, the relations as slots (a text for each ``most``). With
+        the relations in the text, Virtuoso took 0.5-0.9 s for
         30 relations on a restarted server (6-14 ms asked again); prepared,
         9-130 ms. (The prepared branches keep the inner query's other
         variable: with the relation a slot and ``?n`` alone projected,
         Virtuoso 7.2 answered one tail per relation where there were 16.)"""
         if not self.prepared:
-            return super()._tails(part)
+            return super()._reach(part, most)
         tails: dict[int, list[str]] = defaultdict(list)
         for direction in ("out", "in"):
             place = {r: k for k, (r, d) in enumerate(part) if d == direction}
             for chunk in chunks(list(place), PREPARED_MAX):
-                for row in self._slot_rows(f"schema_tails_{direction}", chunk):
+                for row in self._slot_rows(f"schema_tails_{direction}/{most}", chunk):
                     tails[place[row["e"].value]].append(row["n"].value)
         return tails
 
@@ -831,5 +833,4 @@ class SparqlGraph(SparqlReads):
                     "this process keeps what it read of hubs (relation listings, crowded pairs' candidates) and "
                     "the look-ahead schema, made when first needed" if self.listings.size else
                     "this process keeps nothing it read (memo off): the look-ahead schema is made whenever needed"
-                ) + f" ({SCHEMA_TAILS} tails per relation from its first {SCHEMA_READ} edges, {SCHEMA_EDGES} "
-                    "edges each way of each, a hub's too)"}
+                ) + f" ({SCHEMA_MADE}, a hub's too)"}

@@ -17,12 +17,12 @@ import pyoxigraph as ox
 
 from engine.backends.common import (
     SCHEMA_READ,
-    SCHEMA_TAILS,
     SHOWN_RANK,
     chunks,
     informative,
     label_relations,
     lang_rank,
+    look_ahead_tails,
     past_or_first,
 )
 from engine.graph import (
@@ -234,8 +234,8 @@ class SparqlReads(KnowledgeGraph):
                  ) -> dict[tuple[str, Direction], list[Relation]]:
         """The look-ahead schema of a batch of (relation, direction): the
         relations ``around`` a bounded sample of the nodes each leads to
-        (``schema_tails.rq``: at most SCHEMA_TAILS among its first
-        SCHEMA_READ edges, ``_tails``) and what ``around`` asks for theirs
+        (``_tails``: the first SCHEMA_TAILS in sample order of those its
+        first SCHEMA_READ edges reach) and what ``around`` says of theirs
         (a sample of samples)."""
         tails = self._tails(part)
         degrees = around(sorted({n for ns in tails.values() for n in ns}))
@@ -244,12 +244,31 @@ class SparqlReads(KnowledgeGraph):
                 for k, key in enumerate(part)}
 
     def _tails(self, part: Sequence[tuple[str, Direction]]) -> dict[int, list[str]]:
-        """The sampled tails of each (relation, direction) of ``part``, by
-        its place in it: one query (the batch's relations in its text)."""
+        """The look-ahead's tails of each (relation, direction) of ``part``,
+        by its place in it (``common.look_ahead_tails``)."""
+        return look_ahead_tails(part, self._reach, self._small)
+
+    def _reach(self, part: Sequence[tuple[str, Direction]], most: int) -> dict[int, list[str]]:
+        """At most ``most`` of the distinct nodes the first SCHEMA_READ
+        edges of each (relation, direction) reach, by its place in ``part``:
+        one query (the batch's relations in its text)."""
         branches = sparql_union(
-            render(f"schema_tails_{d}", p=iri_term(r), read=SCHEMA_READ, limit=SCHEMA_TAILS, k=k).strip()
+            render(f"schema_tails_{d}", p=iri_term(r), read=SCHEMA_READ, limit=most, k=k).strip()
             for k, (r, d) in enumerate(part))
         tails: dict[int, list[str]] = defaultdict(list)
         for row in self._select(render("schema_tails", branches=branches)):
             tails[place_of(row, "k", len(part))].append(row["n"].value)
         return tails
+
+    def _small(self, part: Sequence[tuple[str, Direction]]) -> list[tuple[str, Direction]]:
+        """Those of ``part`` whose relation has at most SCHEMA_READ edges
+        (``schema_past.rq``: a query per UNION_BATCH relations, each read no
+        further than its edge past that)."""
+        relations = list(dict.fromkeys(r for r, _ in part))
+        big: set[str] = set()
+        for chunk in chunks(relations, UNION_BATCH):
+            branches = sparql_union(render("schema_past_one", p=iri_term(r), read=SCHEMA_READ, k=k).strip()
+                                    for k, r in enumerate(chunk))
+            rows = self._select(render("schema_past", branches=branches))
+            big.update(chunk[place_of(row, "k", len(chunk))] for row in rows)
+        return [key for key in part if key[0] not in big]

@@ -42,8 +42,8 @@ from collections.abc import Mapping, Sequence
 from engine.backends.common import (
     SAMPLE_KEEP,
     SCHEMA_EDGES,
+    SCHEMA_MADE,
     SCHEMA_READ,
-    SCHEMA_TAILS,
     SORT_MAX,
     Found,
     chunks,
@@ -51,6 +51,7 @@ from engine.backends.common import (
     end_changes,
     informative,
     label_relations,
+    look_ahead_tails,
     look_through,
     nothing_behind,
     past_or_first,
@@ -369,12 +370,16 @@ class Neo4jKG(KnowledgeGraph):
         return found
 
     def relation_counts(self) -> list[tuple[str, int]]:
-        counts = []
-        for group in chunks(self.session.relationship_types(), TYPES_PER_COUNT):
+        return sorted(self._type_counts(self.session.relationship_types()).items(), key=lambda x: (-x[1], x[0]))
+
+    def _type_counts(self, types: Sequence[str]) -> dict[str, int]:
+        """The facts of each relationship type, from Neo4j's count store."""
+        counts: dict[str, int] = {}
+        for group in chunks(list(types), TYPES_PER_COUNT):
             text = render_cypher("relation_counts", counts=", ".join(
                 render_cypher("relation_count_each", type=cypher_name(t)).strip() for t in group))
-            counts += list(zip(group, map(int, self._run_text(text)[0]["counts"])))
-        return sorted(counts, key=lambda x: (-x[1], x[0]))
+            counts.update(zip(group, map(int, self._run_text(text)[0]["counts"])))
+        return counts
 
     def named_entities(self, most: int, skip: int = 0) -> list[str]:
         return past_or_first(lambda start: [r["id"] for r in self._run("named_entities", skip=start, most=most)],
@@ -396,8 +401,7 @@ class Neo4jKG(KnowledgeGraph):
                              f"Neo4j's degrees when a load ends or when first needed, then kept while their "
                              f"degrees hold (a correction adds its changes to them); samples of crowded pairs "
                              f"(the first {SAMPLE_KEEP} neighbours in sample order) and the schema "
-                             f"({SCHEMA_TAILS} tails per relation from its first {SCHEMA_READ} edges, "
-                             f"{SCHEMA_EDGES} edges each way of each) made when first needed, "
+                             f"({SCHEMA_MADE}) made when first needed, "
                              f"except the samples of pairs past {SORT_MAX:,} edges, made by the load ({big}); a "
                              f"load merges the edges it writes into the samples and forgets the schema"}
 
@@ -472,8 +476,9 @@ UNION_TYPES = 40
 
 class Neo4jSchema:
     """Which relations follow which: the relations around a bounded sample
-    of the nodes each relation leads to (read from the type's index, a
-    statement per ``UNION_TYPES`` relations: ``schema_tails.cypher``),
+    of the nodes each relation leads to (``common.look_ahead_tails``: read
+    from the type's index, a statement per ``UNION_TYPES`` relations,
+    ``schema_tails.cypher``; which types are small, from the count store),
     listed for a batch of relations at once, kept in ``(:TogSchema)``
     nodes."""
 
@@ -486,13 +491,7 @@ class Neo4jSchema:
         kept = {row["key"]: json.loads(row["follows"]) for row in kg._run("schema_get", keys=list(keys))}
         todo = [k for k in keys if k not in kept]
         for part in chunks(todo, 200):
-            tails: dict[int, list[str]] = defaultdict(list)
-            for group in chunks(list(enumerate(part)), UNION_TYPES):  # types named in the text, read from their index
-                branches = [render_cypher(f"schema_tails_{keys[k].direction}", type=cypher_name(keys[k].id), i=i)
-                            for i, k in group]
-                text = render_cypher("schema_tails", branches="\nUNION ALL\n".join(b.strip() for b in branches))
-                for row in kg._run_text(text, tails=SCHEMA_TAILS, read=SCHEMA_READ):
-                    tails[row["i"]].append(row["n"])
+            tails = look_ahead_tails([keys[k] for k in part], self._reach, self._small)
             around = kg.degrees(sorted({n for ns in tails.values() for n in ns}), sample=SCHEMA_EDGES)
             made = {}
             for i, k in enumerate(part):
@@ -501,3 +500,21 @@ class Neo4jSchema:
             kg.session.run("schema_save", write=True, rows=[[k, json.dumps(v)] for k, v in made.items()])
             kept.update(made)
         return {r: [Relation(x[0], x[1]) for x in kept[k]] for k, r in keys.items()}
+
+    def _reach(self, part: Sequence[Relation], most: int) -> dict[int, list[str]]:
+        """At most ``most`` of the distinct entities the first SCHEMA_READ
+        edges of each relation reach, by its place in ``part``: a statement
+        per UNION_TYPES relations, each type named in the text (read from
+        its index)."""
+        tails: dict[int, list[str]] = defaultdict(list)
+        for group in chunks(list(enumerate(part)), UNION_TYPES):
+            branches = [render_cypher(f"schema_tails_{r.direction}", type=cypher_name(r.id), i=i) for i, r in group]
+            text = render_cypher("schema_tails", branches="\nUNION ALL\n".join(b.strip() for b in branches))
+            for row in self.kg._run_text(text, tails=most, read=SCHEMA_READ):
+                tails[row["i"]].append(row["n"])
+        return tails
+
+    def _small(self, part: Sequence[Relation]) -> list[Relation]:
+        """Those of ``part`` whose type has at most SCHEMA_READ edges (the count store)."""
+        counts = self.kg._type_counts(sorted({r.id for r in part}))
+        return [r for r in part if counts.get(r.id, 0) <= SCHEMA_READ]

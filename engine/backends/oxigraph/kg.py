@@ -36,8 +36,7 @@ import pyoxigraph as ox
 
 from engine.backends.common import (
     SCHEMA_EDGES,
-    SCHEMA_READ,
-    SCHEMA_TAILS,
+    SCHEMA_MADE,
     Found,
     chunks,
     crowd_cap,
@@ -517,8 +516,7 @@ def summary_text(state: dict) -> str:
     big = (f"{state['big_pairs']:,} pairs of more than {state.get('sort_max', SORT_MAX):,} edges sampled with the "
            f"summaries, the others " if "big_pairs" in state else "")
     rest = (f"crowded pairs: the first {SAMPLE_KEEP} neighbours in sample order, {big}sorted by the store when "
-            f"first expanded, then kept; look-ahead schema: {SCHEMA_TAILS} tails per relation from its first "
-            f"{SCHEMA_READ} edges, {SCHEMA_EDGES} edges each way of each, made when first needed, then kept")
+            f"first expanded, then kept; look-ahead schema: {SCHEMA_MADE}, made when first needed, then kept")
     if state.get("state") == "missing":
         return f"hubs: none built yet (built on the next question); {rest}"
     built = (f"hubs (more than {state.get('threshold', HUB_EDGES):,} edges in a direction): "
@@ -542,9 +540,10 @@ def summary_text(state: dict) -> str:
 
 class SampledSchema:
     """Which relations follow which: the relations around a bounded sample
-    of the nodes a relation leads to (``schema_tails.rq``: at most
-    SCHEMA_TAILS of them among its first SCHEMA_READ edges; SCHEMA_EDGES
-    edges of each), asked for a whole batch of relations at once (a query
+    of the nodes a relation leads to (``SparqlReads._follows``: the first
+    SCHEMA_TAILS in sample order of those its first SCHEMA_READ edges
+    reach; SCHEMA_EDGES edges of each), asked for a whole batch of
+    relations at once (a query
     per UNION_BATCH relations, one for the tails' relations) and kept per
     relation."""
 
