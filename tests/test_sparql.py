@@ -288,20 +288,26 @@ def test_the_endpoint_s_look_ahead_reads_a_bounded_part_of_a_hub(endpoint, tmp_p
 def test_the_endpoint_takes_the_look_ahead_tails_the_stores_take(endpoint, tmp_path, prepared):
     """A relation of 200 edges to 200 tails: the endpoint keeps the tails
     first in the sample order, as the stores do, not the first its plan
-    reads, and so looks ahead over the same schema."""
+    reads, and so looks ahead over the same schema. Which relations are
+    small enough for that is asked as the embedded store asks it."""
     from conftest import look_ahead_graph
 
+    from engine.backends.common import SCHEMA_READ
     from engine.backends.sparql import SparqlGraph
     from engine.graph import Relation
 
     ex = "http://example.org/tails/"
     lines, want = look_ahead_graph(ex, 200)
+    lines += [f"<{ex}b{i}> <{ex}big> <{ex}c{i % 20}> ." for i in range(SCHEMA_READ + 1)]
+    lines += [f"<{ex}b{i}> <{ex}edge> <{ex}c{i}> ." for i in range(SCHEMA_READ)]
     spec, local = loaded_both(tmp_path, lines, "tails")
     kg = SparqlGraph(spec, prepared=prepared)
     try:
         r = Relation(f"{ex}r", "out")
         assert sorted((x.id, x.direction) for x in kg.schema.after([r])[r]) == want
         assert sorted((x.id, x.direction) for x in local.schema.after([r])[r]) == want
+        asked = [(f"{ex}{name}", d) for name in ("big", "edge", "r", "none") for d in ("out", "in")]
+        assert kg._small(asked) == local._small(asked) == asked[2:]  # past SCHEMA_READ edges: big
     finally:
         kg.close()
 

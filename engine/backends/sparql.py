@@ -581,6 +581,8 @@ class SparqlGraph(SparqlReads):
             elif kind == "schema_around":
                 text = render("prepared_schema_around", branches=branches(
                     "prepared_schema_around_out", "prepared_schema_around_in", limit=SCHEMA_EDGES))
+            elif kind == "schema_past":
+                text = render("schema_past", branches=branches("schema_past_one", slot="p", read=SCHEMA_READ))
             elif kind.startswith("schema_tails_"):  # schema_tails_DIRECTION/MOST
                 name, _, most = kind.partition("/")
                 text = render("schema_tails", branches=branches(
@@ -607,6 +609,17 @@ class SparqlGraph(SparqlReads):
                 for row in self._slot_rows(f"schema_tails_{direction}/{most}", chunk):
                     tails[place[row["e"].value]].append(row["n"].value)
         return tails
+
+    def _small(self, part: Sequence[tuple[str, Direction]]) -> list[tuple[str, Direction]]:
+        """On Virtuoso, prepared: a request per PREPARED_MAX relations, the
+        relations as slots (``schema_past.rq``)."""
+        if not self.prepared:
+            return super()._small(part)
+        relations = list(dict.fromkeys(r for r, _ in part))
+        big: set[str] = set()
+        for chunk in chunks(relations, PREPARED_MAX):
+            big.update(row["e"].value for row in self._slot_rows("schema_past", chunk))
+        return [key for key in part if key[0] not in big]
 
     def _schema_around(self, tails: Sequence[str]) -> Degrees:
         """What each tail's first SCHEMA_EDGES edges each way show (the
