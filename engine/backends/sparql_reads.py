@@ -261,14 +261,18 @@ class SparqlReads(KnowledgeGraph):
         return tails
 
     def _small(self, part: Sequence[tuple[str, Direction]]) -> list[tuple[str, Direction]]:
-        """Those of ``part`` whose relation has at most SCHEMA_READ edges
+        """Those of ``part`` whose relation has at most SCHEMA_READ edges."""
+        big = self._big(list(dict.fromkeys(r for r, _ in part)))
+        return [key for key in part if key[0] not in big]
+
+    def _big(self, relations: Sequence[str]) -> set[str]:
+        """Those of ``relations`` with more than SCHEMA_READ edges
         (``schema_past.rq``: a query per UNION_BATCH relations, each read no
         further than its edge past that)."""
-        relations = list(dict.fromkeys(r for r, _ in part))
         big: set[str] = set()
         for chunk in chunks(relations, UNION_BATCH):
             branches = sparql_union(render("schema_past_one", p=iri_term(r), read=SCHEMA_READ, k=k).strip()
                                     for k, r in enumerate(chunk))
             rows = self._select(render("schema_past", branches=branches))
             big.update(chunk[place_of(row, "k", len(chunk))] for row in rows)
-        return [key for key in part if key[0] not in big]
+        return big
