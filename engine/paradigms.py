@@ -9,20 +9,25 @@ offline: the offline reasoner's answer over the same paths).
 
 The retrieval is hub-safe and bounded: every hop is one batched relation
 listing and one batched expansion with the search's sampling limits
-(``max_candidates`` per pair), the cheap scorer orders what was found, at most
-``FRONTIER`` paths go on to the next hop, and the paths shown stop at
+(``max_candidates`` per pair). The cheap scorer (the pruner, or the hybrid
+scorer when the pruner is the LLM) ranks the (path, relation) steps, and the
+best are followed until they would bring ``READ`` paths (the listing's
+degrees tell how many each brings), so an entity with a thousand relations
+costs what one with thirty does. The same scorer orders what was found, at
+most ``FRONTIER`` paths go on to the next hop, and the paths shown stop at
 ``TOKENS`` tokens of text (about four characters a token).
 """
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from engine.graph import KnowledgeGraph, Node
+from engine.graph import KnowledgeGraph, Node, Relation
 from engine.paths import Path
-from engine.pruning import Choice, Pruner
+from engine.pruning import Choice, HybridPruner, Pruner
 from engine.reasoning import Reasoner
 
 if TYPE_CHECKING:
@@ -31,6 +36,7 @@ if TYPE_CHECKING:
 
 TOKENS = 3000  # the retrieved paths shown to the answer, at most (about 4 characters a token)
 FRONTIER = 30  # paths extended per hop, best first
+READ = 3000  # paths a hop's followed steps may bring, at most (plus the last step's)
 
 
 def retrieve_once(kg: KnowledgeGraph, question: str, topics: Sequence[Node], pruner: Pruner, reasoner: Reasoner,
@@ -40,22 +46,22 @@ def retrieve_once(kg: KnowledgeGraph, question: str, topics: Sequence[Node], pru
 
     lookups0, seconds0 = kg.meter.lookups, kg.meter.seconds
     started = time.perf_counter()
-    counter = iter(range(1_000_000))
+    # no LLM in the retrieval: an LLM pruner leaves the ranking to the hybrid scorer
+    scorer = HybridPruner(descriptions) if pruner.uses_llm else pruner
+    counter = itertools.count()
     frontier = [Path(f"p{next(counter)}", t) for t in topics]
     recorder.record(frontier, {p.id for p in frontier})
     found: list[Path] = []
     reached = 0
     for depth in range(1, config.depth + 1):
-        around = _relations_of(kg, frontier, descriptions)
-        steps = [(p, rel) for p in frontier for rel in around.get(p.id, ())]
+        steps = _best_steps(question, frontier, _relations_of(kg, frontier, descriptions), scorer, config)
         if not steps:
             break
         new = [q for grown in follow(kg, steps, config, descriptions, counter) for q in grown]
         if not new:
             break
-        # the cheap scorer orders what was read (no LLM: the retrieval is one step, not a loop)
-        scores = pruner.score_relations(question, [Choice(q, q.verbalise(with_entities=False), q.hops[-1].relation)
-                                                   for q in new]) if not pruner.uses_llm else [0.0] * len(new)
+        scores = scorer.score_relations(question, [Choice(q, q.verbalise(with_entities=False), q.hops[-1].relation)
+                                                   for q in new])
         for q, s in zip(new, scores):
             q.score = s
         new.sort(key=lambda q: -q.score)
@@ -77,6 +83,39 @@ def retrieve_once(kg: KnowledgeGraph, question: str, topics: Sequence[Node], pru
              "kg_seconds": round(kg.meter.seconds - seconds0, 6), "seconds": round(time.perf_counter() - started, 6),
              "paths_scored": len(found), "retrieved": len(found), "shown": len(shown)}
     return SearchResult(answer, shown, [by_id[i] for i in answer.path_ids if i in by_id], reached, [], stats)
+
+
+def _best_steps(question: str, frontier: Sequence[Path], around: Mapping[str, list[Relation]], scorer: Pruner,
+                config: SearchConfig) -> list[tuple[Path, Relation]]:
+    """The (path, relation) steps worth following, best first, until they
+    would bring ``READ`` paths: a step brings its pair's degree (when the
+    listing gave it) within the expansion's limits. Ties keep the frontier's
+    order, then the relation's id, the same on every backend."""
+    from engine.search import _relation_text
+
+    steps = [(p, rel) for p in frontier for rel in around.get(p.id, ())]
+    if not steps:
+        return []
+    scores = scorer.score_relations(question, [Choice(p, _relation_text(p, rel), rel) for p, rel in steps])
+    place = {p.id: i for i, p in enumerate(frontier)}
+    order = sorted(range(len(steps)), key=lambda i: (-scores[i], place[steps[i][0].id], steps[i][1].id,
+                                                     steps[i][1].direction))
+    chosen, brought = [], 0
+    for i in order:
+        if brought >= READ:
+            break
+        chosen.append(steps[i])
+        brought += _brings(steps[i][1], config)
+    return chosen
+
+
+def _brings(rel: Relation, config: SearchConfig) -> int:
+    """Paths one step along ``rel`` brings at most (as the expansion limits them)."""
+    from engine.backends.common import crowd_cap
+
+    limit = config.max_candidates
+    degree = rel.degree if rel.degree is not None else limit
+    return min(degree, crowd_cap(degree, limit, config.sample_over, config.sample_size))
 
 
 def _within_tokens(paths: Sequence[Path], tokens: int) -> list[Path]:

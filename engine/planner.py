@@ -46,6 +46,7 @@ nodes, never KG facts).
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections.abc import Sequence
@@ -224,7 +225,7 @@ def plan_search(kg: KnowledgeGraph, question: str, topics: Sequence[Node], prune
     rng = random.Random(f"{config.seed}:{question}")
     lookups0, seconds0 = kg.meter.lookups, kg.meter.seconds
     started = time.perf_counter()
-    counter = iter(range(1_000_000))
+    counter = itertools.count()
     steps = config.max_steps or config.depth
     beam = [Path(f"p{next(counter)}", t) for t in topics]
     recorder.record(beam, {p.id for p in beam})

@@ -16,6 +16,7 @@ trip, as in ToG, which lists relations only at the start of a depth.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections import defaultdict
@@ -173,7 +174,7 @@ def search(
     rng = random.Random(f"{config.seed}:{question}")
     lookups0, seconds0 = kg.meter.lookups, kg.meter.seconds
     started = time.perf_counter()
-    counter = iter(range(1_000_000))
+    counter = itertools.count()
 
     beam = [Path(f"p{next(counter)}", t) for t in topics]
     groups = topic_groups(topics)

@@ -1506,6 +1506,49 @@ def test_the_other_paradigms_read_a_hub_in_bounded_pieces_too(hub_store, monkeyp
         assert len(hub_links) <= 100  # --max-candidates of the hub's 150,000 links, never all of them
 
 
+WIDE_RELATIONS, WIDE_EDGES = 400, 250  # an entity of 100k edges over 400 relations
+
+
+def test_retrieving_once_around_an_entity_of_400_relations_follows_the_best_until_its_cap(tmp_path, monkeypatch):
+    """The one-shot retrieval follows an entity's relations best first until
+    they would bring ``READ`` paths a hop (the listing's degrees say what each
+    brings): 400 relations of 250 edges each are not all expanded, and the one
+    the question asks for is."""
+    from engine.paradigms import READ
+    from engine.pruning import get_pruner
+    from engine.reasoning import get_reasoner
+    from engine.runs import ask
+    from engine.search import SearchConfig
+
+    star = iri("star")
+    lines = [f'<{star}> <{RDFS_LABEL}> "The Star" .']
+    lines += [f"<{star}> <{iri(f'kind_{r}_of_link')}> <{iri(f'x{r}_{i}')}> ."
+              for r in range(WIDE_RELATIONS - 1) for i in range(WIDE_EDGES)]
+    lines += [f"<{star}> <{iri('won_prize')}> <{iri(f'prize{i}')}> ." for i in range(WIDE_EDGES)]
+    lines += [f'<{iri(f"prize{i}")}> <{RDFS_LABEL}> "Prize {i}" .' for i in range(WIDE_EDGES)]
+    store = open_graph(tmp_path / "store", create=True)
+    from loaders.load import load_file
+
+    load_file(store.need_sink(), write_nt(tmp_path / "wide.nt", lines))
+    asked: list[int] = []
+    plain = store.kg.expand
+
+    def expand(requests, *args, **kwargs):
+        asked.append(len(requests))
+        return plain(requests, *args, **kwargs)
+
+    monkeypatch.setattr(store.kg, "expand", expand)
+    config = SearchConfig(method="kg-llm-once")
+    r = ask(store, "which prize did [The Star] win", get_pruner("hybrid"), get_reasoner("offline"), config,
+            record=False)
+    assert asked[0] < WIDE_RELATIONS  # not every relation around the topic
+    assert r.result.stats["retrieved"] <= config.depth * (READ + config.max_candidates)
+    won = [p for p in r.result.kept if p.hops[0].relation.id == iri("won_prize")]
+    assert len(won) == config.max_candidates  # the relation asked for was followed, and shown first
+    assert r.result.kept[: len(won)] == won
+    assert set(r.result.answer.names) <= {f"Prize {i}" for i in range(WIDE_EDGES)} and r.result.answer.names
+
+
 CVT_EDGES = 120_000
 HOLDS = Relation(iri("holds"), "out")
 
