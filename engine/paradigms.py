@@ -11,9 +11,9 @@ The retrieval is hub-safe and bounded: every hop is one batched relation
 listing and one batched expansion with the search's sampling limits
 (``max_candidates`` per pair). The cheap scorer (the pruner, or the hybrid
 scorer when the pruner is the LLM) ranks the (path, relation) steps, and the
-best are followed until they would bring ``READ`` paths (the listing's
-degrees tell how many each brings), so an entity with a thousand relations
-costs what one with thirty does. The same scorer orders what was found, at
+best are followed, at most ``STEPS`` of them, until they would bring ``READ``
+paths (the listing's degrees tell how many each brings), so an entity with a
+thousand relations costs what one with thirty does. The same scorer orders what was found, at
 most ``FRONTIER`` paths go on to the next hop, and the paths shown stop at
 ``TOKENS`` tokens of text (about four characters a token).
 """
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 TOKENS = 3000  # the retrieved paths shown to the answer, at most (about 4 characters a token)
 FRONTIER = 30  # paths extended per hop, best first
 READ = 3000  # paths a hop's followed steps may bring, at most (plus the last step's)
+STEPS = 100  # (path, relation) steps followed a hop, at most
 
 
 def retrieve_once(kg: KnowledgeGraph, question: str, topics: Sequence[Node], pruner: Pruner, reasoner: Reasoner,
@@ -87,9 +88,9 @@ def retrieve_once(kg: KnowledgeGraph, question: str, topics: Sequence[Node], pru
 
 def _best_steps(question: str, frontier: Sequence[Path], around: Mapping[str, list[Relation]], scorer: Pruner,
                 config: SearchConfig) -> list[tuple[Path, Relation]]:
-    """The (path, relation) steps worth following, best first, until they
-    would bring ``READ`` paths: a step brings its pair's degree (when the
-    listing gave it) within the expansion's limits. Ties keep the frontier's
+    """The (path, relation) steps worth following, best first, at most
+    ``STEPS``, until they would bring ``READ`` paths: a step brings its pair's
+    degree (when the listing gave it) within the expansion's limits. Ties keep the frontier's
     order, then the relation's id, the same on every backend."""
     from engine.search import _relation_text
 
@@ -100,9 +101,10 @@ def _best_steps(question: str, frontier: Sequence[Path], around: Mapping[str, li
     place = {p.id: i for i, p in enumerate(frontier)}
     order = sorted(range(len(steps)), key=lambda i: (-scores[i], place[steps[i][0].id], steps[i][1].id,
                                                      steps[i][1].direction))
-    chosen, brought = [], 0
+    chosen: list[tuple[Path, Relation]] = []
+    brought = 0
     for i in order:
-        if brought >= READ:
+        if brought >= READ or len(chosen) >= STEPS:
             break
         chosen.append(steps[i])
         brought += _brings(steps[i][1], config)
