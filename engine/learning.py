@@ -199,39 +199,45 @@ class ChainView:
 
 class ReadCache:
     """Relations and neighbours read from the KG, kept for later questions
-    (questions share hubs and topics); bounded."""
+    (questions share hubs and topics); bounded by the relations and
+    neighbours it holds, not by the entities and pairs (a pair holds up to
+    ``EXPAND_LIMIT`` neighbours)."""
 
-    MAX_ENTRIES = 400_000
+    MAX_HELD = 4_000_000
 
     def __init__(self, kg: KnowledgeGraph) -> None:
         self.kg = kg
         self.rels: dict[str, list[Relation]] = {}
         self.tails: dict[tuple[str, Relation], list[tuple[Candidate, str]]] = {}
+        self.held = 0  # relations and neighbours in the two maps
 
     def _trim(self) -> None:
-        if len(self.rels) + len(self.tails) > self.MAX_ENTRIES:
+        if self.held > self.MAX_HELD:
             self.rels.clear()
             self.tails.clear()
+            self.held = 0
 
     def relations(self, ids: Sequence[str]) -> dict[str, list[Relation]]:
+        self._trim()  # first: what the answer takes from the cache stays in it
         missing = [i for i in dict.fromkeys(ids) if i not in self.rels]
         if missing:
-            self._trim()
             found = self.kg.relations(missing)
             for i in missing:
                 self.rels[i] = found.get(i, [])
+                self.held += 1 + len(self.rels[i])
         return {i: self.rels[i] for i in ids}
 
     def expand(self, pairs: Sequence[tuple[str, Relation]]) -> dict[tuple[str, Relation], list[tuple[Candidate, str]]]:
+        self._trim()
         missing = [p for p in dict.fromkeys(pairs) if p not in self.tails]
         if missing:
-            self._trim()
             got: dict[tuple[str, Relation], list[tuple[Candidate, str]]] = {p: [] for p in missing}
             for c in self.kg.expand(missing, limit=EXPAND_LIMIT):
                 key = (c.source, c.relation)
                 if key in got:
                     got[key].append((c, name_key(c.node.name)))
             self.tails.update(got)
+            self.held += sum(1 + len(v) for v in got.values())
         return {p: self.tails[p] for p in pairs}
 
 

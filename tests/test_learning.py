@@ -142,6 +142,30 @@ def test_chain_finding_takes_the_chains_that_reach_the_answers(tmp_path):
     assert [chain_key(c) for c in found.chains] == [("kq1",)] and found.f1 == 1.0
 
 
+def test_the_read_cache_is_bounded_by_what_it_holds_and_answers_in_full_across_a_trim(tmp_path):
+    """A pair holds up to 100 neighbours: the cache counts them, not the
+    pairs. Dropping what it holds never drops what the call asks for."""
+    kb, _ = harbour()
+    src = tmp_path / "h.tsv"
+    src.write_text(kb, encoding="utf-8")
+    store, _ = load_into(tmp_path / "s", src, fmt="tsv")
+    cache = ReadCache(store.kg)
+    cache.MAX_HELD = 30
+    ports = [f"urn:tog:e:port_{i}" for i in range(8)]
+    berths = {p: [r for r in rs if r.direction == "in"] for p, rs in cache.relations(ports).items()}
+    most = 0
+    for p in ports:  # one port a call: its ships (every port has some, or it has no relation in)
+        got = cache.expand([(p, r) for r in berths[p]])
+        batch = sum(len(v) for v in got.values())
+        most = max(most, batch)
+        assert batch > 0 and sum(len(v) for v in cache.tails.values()) <= cache.MAX_HELD + 2 * most
+    assert sum(len(v) for v in got.values()) == len(store.kg.expand([(ports[-1], r) for r in berths[ports[-1]]]))
+    ships = [f"urn:tog:e:ship_{i:02d}" for i in range(48)]
+    for i in range(0, 48, 4):  # each call asks again for what the one before read, past the bound
+        asked = ships[max(0, i - 4): i + 4]
+        assert set(cache.relations(asked)) == set(asked)
+
+
 def test_learned_chains_drive_pruner_judge_and_answer(tmp_path):
     kb, _ = harbour()
     src = tmp_path / "h.tsv"
