@@ -267,15 +267,11 @@ def find_chains(cache: ReadCache, topic: str, answers: set[str], depth: int,
         final = d == depth
         ids = list(dict.fromkeys(e for es in frontier.values() for e in es))
         rels = cache.relations(ids)
-        wanted: list[tuple[Chain, str, Relation]] = []
-        for chain, es in frontier.items():
-            for e in es:
-                for rel in rels.get(e, ()):
-                    if final and last_steps is not None and (rel.id, rel.direction) not in last_steps:
-                        continue
-                    wanted.append((chain, e, rel))
-        if len(wanted) > REQUESTS_PER_STEP:
-            wanted = _thin(wanted, REQUESTS_PER_STEP)
+        if final and last_steps is not None:
+            rels = {e: [r for r in rs if (r.id, r.direction) in last_steps] for e, rs in rels.items()}
+        # every (chain prefix, entity, relation) there is, at most REQUESTS_PER_STEP of them
+        wanted = _thin([(chain, e, rels.get(e, [])) for chain, es in frontier.items() for e in es],
+                       REQUESTS_PER_STEP)
         tails = cache.expand([(e, rel) for _, e, rel in wanted])
         reached: dict[Chain, set[str]] = defaultdict(set)
         nxt: dict[Chain, dict[str, str | None]] = defaultdict(dict)
@@ -309,10 +305,25 @@ def _flip(direction: str) -> str:
     return "in" if direction == "out" else "out"
 
 
-def _thin(items: list, n: int) -> list:
-    """``n`` of ``items``, spread evenly (deterministic)."""
-    step = len(items) / n
-    return [items[int(i * step)] for i in range(n)]
+def _thin(groups: list[tuple[Chain, str, list[Relation]]], n: int) -> list[tuple[Chain, str, Relation]]:
+    """The (chain, entity, relation) items that ``groups`` hold (each a chain,
+    an entity and its relations), or ``n`` of them spread evenly when there
+    are more (deterministic). A hub's neighbours times their relations make
+    millions: they are counted, and only the ``n`` are made."""
+    total = sum(len(rels) for _, _, rels in groups)
+    if total <= n:
+        return [(chain, e, rel) for chain, e, rels in groups for rel in rels]
+    step = total / n
+    out: list[tuple[Chain, str, Relation]] = []
+    g, base = 0, 0  # the group the next item is in, and the items before it
+    for i in range(n):
+        at = int(i * step)
+        while at >= base + len(groups[g][2]):
+            base += len(groups[g][2])
+            g += 1
+        chain, e, rels = groups[g]
+        out.append((chain, e, rels[at - base]))
+    return out
 
 
 # -- training ----------------------------------------------------------------------------

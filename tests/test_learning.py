@@ -166,6 +166,21 @@ def test_the_read_cache_is_bounded_by_what_it_holds_and_answers_in_full_across_a
         assert set(cache.relations(asked)) == set(asked)
 
 
+def test_the_requests_of_a_depth_are_spread_evenly_over_every_chain_entity_and_relation():
+    """``_thin`` picks what spreading the whole list evenly picks, without
+    making the list (a hub's neighbours times their relations: millions)."""
+    from engine.learning import _thin
+
+    rng = random.Random(5)
+    for _ in range(200):
+        groups = [((f"c{i}",), f"e{i}", [f"r{i}.{j}" for j in range(rng.choice([0, 0, 1, 3, 40]))])
+                  for i in range(rng.randrange(1, 60))]
+        flat = [(c, e, r) for c, e, rs in groups for r in rs]
+        n = rng.randrange(1, 120)
+        expected = flat if len(flat) <= n else [flat[int(i * (len(flat) / n))] for i in range(n)]
+        assert _thin(groups, n) == expected
+
+
 def test_learned_chains_drive_pruner_judge_and_answer(tmp_path):
     kb, _ = harbour()
     src = tmp_path / "h.tsv"
