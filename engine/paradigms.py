@@ -13,9 +13,9 @@ listing and one batched expansion with the search's sampling limits
 scorer when the pruner is the LLM) ranks the (path, relation) steps, and the
 best are followed, at most ``STEPS`` of them, until they would bring ``READ``
 paths (the listing's degrees tell how many each brings), so an entity with a
-thousand relations costs what one with thirty does. The same scorer orders what was found, at
-most ``FRONTIER`` paths go on to the next hop, and the paths shown stop at
-``TOKENS`` tokens of text (about four characters a token).
+thousand relations costs what one with thirty does. The same scorer orders
+what was found, at most ``FRONTIER`` paths go on to the next hop, and the
+paths shown stop at ``TOKENS`` tokens of text (about four characters a token).
 """
 
 from __future__ import annotations
@@ -90,8 +90,9 @@ def _best_steps(question: str, frontier: Sequence[Path], around: Mapping[str, li
                 config: SearchConfig) -> list[tuple[Path, Relation]]:
     """The (path, relation) steps worth following, best first, at most
     ``STEPS``, until they would bring ``READ`` paths: a step brings its pair's
-    degree (when the listing gave it) within the expansion's limits. Ties keep the frontier's
-    order, then the relation's id, the same on every backend."""
+    degree (when the listing gave it) within the expansion's limits. Ties
+    keep the frontier's order, then the relation's id, the same on every
+    backend."""
     from engine.search import _relation_text
 
     steps = [(p, rel) for p in frontier for rel in around.get(p.id, ())]
