@@ -1509,11 +1509,15 @@ def test_the_other_paradigms_read_a_hub_in_bounded_pieces_too(hub_store, monkeyp
 WIDE_RELATIONS, WIDE_EDGES = 400, 250  # an entity of 100k edges over 400 relations
 
 
-def test_retrieving_once_around_an_entity_of_400_relations_follows_the_best_until_its_cap(tmp_path, monkeypatch):
+@pytest.mark.parametrize("backend", ["oxigraph", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def test_retrieving_once_around_an_entity_of_400_relations_follows_the_best_until_its_cap(backend, request, tmp_path,
+                                                                                        monkeypatch):
     """The one-shot retrieval follows an entity's relations best first, at
     most ``STEPS`` a hop, until they would bring ``READ`` paths (the
     listing's degrees say what each brings): 400 relations of 250 edges each
     are not all expanded, and the one the question asks for is."""
+    from conftest import open_spec
+
     from engine.paradigms import READ, STEPS
     from engine.pruning import get_pruner
     from engine.reasoning import get_reasoner
@@ -1528,7 +1532,8 @@ def test_retrieving_once_around_an_entity_of_400_relations_follows_the_best_unti
               for r in range(WIDE_RELATIONS - 1) for i in range(WIDE_EDGES)]
     lines += [f"<{star}> <{iri('won_prize')}> <{iri(f'prize{i}')}> ." for i in range(WIDE_EDGES)]
     lines += [f'<{iri(f"prize{i}")}> <{RDFS_LABEL}> "Prize {i}" .' for i in range(WIDE_EDGES)]
-    store = open_graph(tmp_path / "store", create=True)
+    spec = request.getfixturevalue("neo4j_store") if backend == "neo4j" else str(tmp_path / "store")
+    store = open_spec(spec, create=True)
     load_file(store.need_sink(), write_nt(tmp_path / "wide.nt", lines))
     asked: list[int] = []
     plain = store.kg.expand
