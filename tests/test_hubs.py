@@ -105,15 +105,20 @@ def _hubs_counted(monkeypatch, session) -> list[str]:
     return counted
 
 
-def _neo4j_kg(uri: str, path, lines: list[str]):
-    """The KG of a Neo4j store that holds ``lines`` (loaded from ``path``)."""
+def _loaded(spec: str, path, lines: list[str]):
+    """A store (a directory or a Neo4j URI) that holds ``lines`` (loaded from ``path``)."""
     from conftest import open_spec
 
     from loaders.load import load_file
 
-    store = open_spec(uri, create=True)
+    store = open_spec(spec, create=True)
     load_file(store.need_sink(), write_nt(path, lines))
-    return store.kg
+    return store
+
+
+def _neo4j_kg(uri: str, path, lines: list[str]):
+    """The KG of a Neo4j store that holds ``lines`` (loaded from ``path``)."""
+    return _loaded(uri, path, lines).kg
 
 
 def _sent(session, method: str, monkeypatch) -> list[tuple[str, dict]]:
@@ -1516,15 +1521,11 @@ def test_retrieving_once_around_an_entity_of_400_relations_follows_the_best_unti
     most ``STEPS`` a hop, until they would bring ``READ`` paths (the
     listing's degrees say what each brings): 400 relations of 250 edges each
     are not all expanded, and the one the question asks for is."""
-    from conftest import open_spec
-
     from engine.paradigms import READ, STEPS
     from engine.pruning import get_pruner
     from engine.reasoning import get_reasoner
     from engine.runs import ask
     from engine.search import SearchConfig
-
-    from loaders.load import load_file
 
     star = iri("star")
     lines = [f'<{star}> <{RDFS_LABEL}> "The Star" .']
@@ -1533,8 +1534,7 @@ def test_retrieving_once_around_an_entity_of_400_relations_follows_the_best_unti
     lines += [f"<{star}> <{iri('won_prize')}> <{iri(f'prize{i}')}> ." for i in range(WIDE_EDGES)]
     lines += [f'<{iri(f"prize{i}")}> <{RDFS_LABEL}> "Prize {i}" .' for i in range(WIDE_EDGES)]
     spec = request.getfixturevalue("neo4j_store") if backend == "neo4j" else str(tmp_path / "store")
-    store = open_spec(spec, create=True)
-    load_file(store.need_sink(), write_nt(tmp_path / "wide.nt", lines))
+    store = _loaded(spec, tmp_path / "wide.nt", lines)
     asked: list[int] = []
     plain = store.kg.expand
 
@@ -1576,14 +1576,8 @@ def test_looking_through_an_unnamed_node_with_100k_edges_reads_only_its_sample(b
                                                                               monkeypatch):
     """What is behind an unnamed node comes from the same bounded expansion
     as any step: its crowded pair is read from its sample, never whole."""
-    from conftest import open_spec
-
-    from loaders.load import load_file
-
     spec = request.getfixturevalue("neo4j_store") if backend == "neo4j" else str(tmp_path / "store")
-    store = open_spec(spec, create=True)
-    load_file(store.need_sink(), write_nt(tmp_path / "cvt.nt", _cvt_lines()))
-    kg = store.kg
+    kg = _loaded(spec, tmp_path / "cvt.nt", _cvt_lines()).kg
     rows: list[int] = []
     if backend == "neo4j":
         for method in ("run", "run_text"):
