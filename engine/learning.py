@@ -51,6 +51,7 @@ FORMAT_VERSION = 1
 EXPAND_LIMIT = 100     # neighbours read per (entity, relation) while finding chains, as the search reads
 FRONTIER = 12          # entities followed further per chain prefix
 REQUESTS_PER_STEP = 4000  # (entity, relation) pairs expanded per depth and question, at most
+LIST_MOST = 1000       # a last depth of more entities is not listed whole (see find_chains)
 MIN_F1 = 0.1           # a chain must explain the answers at least this well to teach anything
 MIN_FEATURE_COUNT = 2  # word features seen in fewer training questions are dropped ...
 SMALL_SET = 100        # ... unless there are fewer questions than this
@@ -249,16 +250,73 @@ class Found:
     f1: float
 
 
+class AnswerSide:
+    """What a question's answers tell the last step of its chains, read once
+    for all its topics: the steps that can end at an answer (``steps``,
+    from the answers' relations) and, read only when a last depth is wide
+    (``leaves``), the entities each step reaches an answer from."""
+
+    def __init__(self, cache: ReadCache, ids: Sequence[str], every: bool) -> None:
+        self.cache, self.every = cache, every
+        around = cache.relations(list(ids))
+        self.pairs = [(a, r) for a in ids for r in around.get(a, [])]
+        self.steps = {(r.id, _flip(r.direction)) for _, r in self.pairs}
+        self._leaves: dict[str, set[Step]] | None = None
+        self._open = True
+
+    def leaves(self) -> dict[str, set[Step]]:
+        """{entity: the steps it is known to reach an answer by}. An answer's
+        relation of at most ``EXPAND_LIMIT`` edges is read whole from the
+        answer (names only, nothing looked through); its step is known when
+        every edge came back named, for every answer that has it. The other
+        steps are open: which entities take them only a listing shows."""
+        if self._leaves is not None:
+            return self._leaves
+        small = [(a, r) for a, r in self.pairs if r.degree is not None and r.degree <= EXPAND_LIMIT]
+        if not self.every or len(small) > REQUESTS_PER_STEP:
+            small = []  # some answer entities are left out, or too many reads: every step open
+        got: dict[tuple[str, Relation], list[str]] = {pair: [] for pair in small}
+        for c in self.cache.kg.expand(small, limit=EXPAND_LIMIT, through=False) if small else ():
+            if not c.via and (c.source, c.relation) in got:
+                got[(c.source, c.relation)].append(c.node.id)
+        open_steps = {(r.id, _flip(r.direction)) for a, r in self.pairs
+                      if (a, r) not in got or len(got[(a, r)]) != r.degree}
+        leaves: dict[str, set[Step]] = defaultdict(set)
+        for (a, r), xs in got.items():
+            step = (r.id, _flip(r.direction))
+            if step not in open_steps:
+                for x in xs:
+                    leaves[x].add(step)
+        self._leaves = dict(leaves)
+        self._open = bool(open_steps)
+        return self._leaves
+
+    def closed(self) -> bool:
+        """Whether every step is known (``leaves``; read now if not yet)."""
+        self.leaves()
+        return not self._open
+
+
+def answer_side(cache: ReadCache, answers: set[str]) -> AnswerSide | None:
+    """The answers' side of a question; ``None`` when an answer has no
+    entity named like it (a literal, say): then the last step is not
+    restricted."""
+    ids, every = _answer_ids(cache.kg, answers)
+    return AnswerSide(cache, ids, every) if ids else None
+
+
 def find_chains(cache: ReadCache, topic: str, answers: set[str], depth: int,
-                answer_ids: Sequence[str] = ()) -> Found:
+                side: AnswerSide | None = None) -> Found:
     """Relation chains of 1..``depth`` steps from ``topic`` whose tails best
-    match ``answers`` (name keys), by F1 of the reached names; every chain that ties (``train`` picks among them).  ``answer_ids``
-    (entities named like the answers) restrict the last step to relations
-    the answers have, so the deepest step costs little."""
-    last_steps: set[Step] | None = None
-    if answer_ids:
-        around = cache.relations(list(answer_ids))
-        last_steps = {(r.id, _flip(r.direction)) for rs in around.values() for r in rs}
+    match ``answers`` (name keys), by F1 of the reached names; every chain
+    that ties (``train`` picks among them).  ``side`` (``answer_side``)
+    restricts the last step to steps that can end at an answer.  A last
+    depth of more than ``LIST_MOST`` entities (around a hub, thousands, most
+    leading nowhere) is not listed when the answers' side knows every step
+    (``AnswerSide.closed``): a chain prefix takes a step only if one of its
+    entities reaches an answer by it.  The two ways reach the same chains,
+    short of thinning and of a last step that passes an unnamed node (which
+    only a listing shows)."""
     # per chain prefix, the entities it reached and the one each came from
     # (a chain never takes back the edge it just took, as the search does not)
     frontier: dict[Chain, dict[str, str | None]] = {(): {topic: None}}
@@ -266,12 +324,15 @@ def find_chains(cache: ReadCache, topic: str, answers: set[str], depth: int,
     for d in range(1, depth + 1):
         final = d == depth
         ids = list(dict.fromkeys(e for es in frontier.values() for e in es))
-        rels = cache.relations(ids)
-        if final and last_steps is not None:
-            rels = {e: [r for r in rs if (r.id, r.direction) in last_steps] for e, rs in rels.items()}
+        if final and side is not None and len(ids) > LIST_MOST and side.closed():
+            groups = _last_groups(frontier, side)
+        else:
+            rels = cache.relations(ids)
+            if final and side is not None:
+                rels = {e: [r for r in rs if (r.id, r.direction) in side.steps] for e, rs in rels.items()}
+            groups = [(chain, e, rels.get(e, [])) for chain, es in frontier.items() for e in es]
         # every (chain prefix, entity, relation) there is, at most REQUESTS_PER_STEP of them
-        wanted = _thin([(chain, e, rels.get(e, [])) for chain, es in frontier.items() for e in es],
-                       REQUESTS_PER_STEP)
+        wanted = _thin(groups, REQUESTS_PER_STEP)
         tails = cache.expand([(e, rel) for _, e, rel in wanted])
         reached: dict[Chain, set[str]] = defaultdict(set)
         nxt: dict[Chain, dict[str, str | None]] = defaultdict(dict)
@@ -299,6 +360,21 @@ def find_chains(cache: ReadCache, topic: str, answers: set[str], depth: int,
     if best < MIN_F1:
         return Found([], best)
     return Found(sorted(c for c, f in scored.items() if f >= best - 1e-9), best)
+
+
+def _last_groups(frontier: dict[Chain, dict[str, str | None]], side: AnswerSide
+                 ) -> list[tuple[Chain, str, list[Relation]]]:
+    """The last depth's (chain prefix, entity, relations) when the answers'
+    side knows every step: each prefix takes the steps its entities reach an
+    answer by, asked of all its entities (the chain's precision counts them
+    all, and an entity without the step reads nothing)."""
+    leaves = side.leaves()
+    groups = []
+    for chain, es in frontier.items():
+        meeting = sorted({s for e in es for s in leaves.get(e, ())})
+        for e in es:
+            groups.append((chain, e, [Relation(i, direction) for i, direction in meeting]))  # type: ignore[arg-type]
+    return groups
 
 
 def _flip(direction: str) -> str:
@@ -561,12 +637,12 @@ def examples_from(kg: KnowledgeGraph, questions: Iterable, depth: int = 3,
                 report.no_topic += 1
                 continue
             names = [t.name for t in topics]
-            answer_ids = _answer_ids(kg, answers)
+            side = answer_side(cache, answers)
             best, labels = 0.0, dict[Chain, float]()
             for t in topics:  # a name several entities share: the best chains of any of them
                 if t.literal or is_literal(t.id):
                     continue
-                found = find_chains(cache, t.id, answers, depth, answer_ids)
+                found = find_chains(cache, t.id, answers, depth, side)
                 if not found.chains or found.f1 < best - 1e-9:
                     continue
                 if found.f1 > best + 1e-9:
@@ -586,14 +662,17 @@ def examples_from(kg: KnowledgeGraph, questions: Iterable, depth: int = 3,
     return out
 
 
-def _answer_ids(kg: KnowledgeGraph, answers: set[str], most: int = 20) -> list[str]:
-    """Entities named like the answers (some of them: the last step's relations come from these)."""
+def _answer_ids(kg: KnowledgeGraph, answers: set[str], most: int = 20) -> tuple[list[str], bool]:
+    """Entities named like the answers (some of them: the last step's
+    relations come from these), and whether they are every entity named like
+    every answer."""
     keys = sorted(answers)[:most]
     found = kg.search_entities(keys)
-    ids = [n.id for k in keys for n in found.get(k, [])[:3]]
     if len({k for k in keys if found.get(k)}) < len(keys):
-        return []  # an answer the name index does not hold (a literal, say): do not restrict
-    return list(dict.fromkeys(ids))
+        return [], False  # an answer the name index does not hold (a literal, say): do not restrict
+    ids = [n.id for k in keys for n in found[k][:3]]
+    every = len(answers) <= most and all(len(found[k]) <= 3 for k in keys)
+    return list(dict.fromkeys(ids)), every
 
 
 # -- the learned file --------------------------------------------------------------------

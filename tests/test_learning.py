@@ -11,10 +11,12 @@ import pytest
 from conftest import load_into, no_traceback
 
 from engine.descriptions import DescriptionError, Descriptions
+import engine.learning as learning
 from engine.learning import (
     ChainModel,
     LearnedChain,
     ReadCache,
+    answer_side,
     chain_key,
     find_chains,
     split,
@@ -140,6 +142,40 @@ def test_chain_finding_takes_the_chains_that_reach_the_answers(tmp_path):
                                                      if r.id.endswith("kq1")]))
     found = find_chains(cache, ship, {port}, 3)
     assert [chain_key(c) for c in found.chains] == [("kq1",)] and found.f1 == 1.0
+
+
+@pytest.mark.parametrize("crowded", [False, True], ids=["small", "crowded"])
+def test_a_wide_last_depth_is_read_from_the_answers_side_unless_a_relation_into_them_is_crowded(
+        tmp_path, monkeypatch, crowded):
+    """A hub's neighbours make a last depth of 1,080 entities, most leading
+    nowhere. When every relation into the answer is small, the last step is
+    read from the answer's side and the wide depth is never listed; a
+    crowded one brings the listing back. Both ways find what the listing
+    finds, F1 included (the chain's other tails count)."""
+    rows = [f"hub\tw{i}\tmid_{i}_{j}" for i in range(90) for j in range(12)]
+    rows += [f"mid_{i}_0\tother\tthing_{i}" for i in range(90)]
+    rows += ["mid_7_3\tgoal\tprize"] + [f"mid_7_{j}\tgoal\tconsolation_{j}" for j in (5, 6, 7)]
+    if crowded:
+        rows += [f"elsewhere_{k}\tgoal\tprize" for k in range(learning.EXPAND_LIMIT + 50)]
+    src = tmp_path / "wide.tsv"
+    src.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    store, _ = load_into(tmp_path / "s", src, fmt="tsv")
+    kg, listed = store.kg, []
+    reads = kg.relations
+    monkeypatch.setattr(kg, "relations", lambda ids: (listed.extend(ids), reads(ids))[1])
+
+    def chains(list_most: int):
+        monkeypatch.setattr(learning, "LIST_MOST", list_most)
+        cache = ReadCache(kg)
+        listed.clear()
+        found = find_chains(cache, "urn:tog:e:hub", {"prize"}, 2, answer_side(cache, {"prize"}))
+        return [chain_key(c) for c in found.chains], round(found.f1, 4), {e for e in listed if "mid_" in e}
+
+    wide, f1, mids = chains(1000)
+    assert wide == [("w7", "goal")] and f1 == 0.4  # prize among 4 tails: precision 1/4, recall 1
+    assert len(mids) == (1080 if crowded else 0)
+    assert chains(10**9) == (wide, f1, mids if crowded else {f"urn:tog:e:mid_{i}_{j}" for i in range(90)
+                                                              for j in range(12)})
 
 
 def test_the_read_cache_is_bounded_by_what_it_holds_and_answers_in_full_across_a_trim(tmp_path):
