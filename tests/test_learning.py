@@ -8,7 +8,7 @@ import json
 import random
 
 import pytest
-from conftest import load_into, no_traceback
+from conftest import load_into, no_traceback, open_spec
 
 from engine.descriptions import DescriptionError, Descriptions
 import engine.learning as learning
@@ -146,7 +146,7 @@ def test_chain_finding_takes_the_chains_that_reach_the_answers(tmp_path):
 
 @pytest.mark.parametrize("crowded", [False, True], ids=["small", "crowded"])
 def test_a_wide_last_depth_is_read_from_the_answers_side_unless_a_relation_into_them_is_crowded(
-        tmp_path, monkeypatch, crowded):
+        tog, tmp_path, monkeypatch, store_spec, crowded):
     """A hub's neighbours make a last depth of 1,080 entities, most leading
     nowhere. When every relation into the answer is small, the last step is
     read from the answer's side and the wide depth is never listed; a
@@ -159,8 +159,8 @@ def test_a_wide_last_depth_is_read_from_the_answers_side_unless_a_relation_into_
         rows += [f"elsewhere_{k}\tgoal\tprize" for k in range(learning.EXPAND_LIMIT + 50)]
     src = tmp_path / "wide.tsv"
     src.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    store, _ = load_into(tmp_path / "s", src, fmt="tsv")
-    kg, listed = store.kg, []
+    assert tog("load", str(src), "--store", store_spec, "--format", "tsv").exit_code == 0
+    kg, listed = open_spec(store_spec).kg, []
     reads = kg.relations
     monkeypatch.setattr(kg, "relations", lambda ids: (listed.extend(ids), reads(ids))[1])
 
