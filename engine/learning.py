@@ -369,11 +369,11 @@ def _last_groups(frontier: dict[Chain, dict[str, str | None]], side: AnswerSide
     answer by, asked of all its entities (the chain's precision counts them
     all, and an entity without the step reads nothing)."""
     leaves = side.leaves()
-    groups = []
+    relation = {s: Relation(s[0], s[1]) for s in side.steps}  # type: ignore[arg-type]
+    groups: list[tuple[Chain, str, list[Relation]]] = []
     for chain, es in frontier.items():
-        meeting = sorted({s for e in es for s in leaves.get(e, ())})
-        for e in es:
-            groups.append((chain, e, [Relation(i, direction) for i, direction in meeting]))  # type: ignore[arg-type]
+        taken = [relation[s] for s in sorted({s for e in es for s in leaves.get(e, ())})]
+        groups.extend((chain, e, taken) for e in es)  # one list a prefix: a hub's prefixes are thousands
     return groups
 
 
