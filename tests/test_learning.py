@@ -10,8 +10,8 @@ import random
 import pytest
 from conftest import load_into, no_traceback, open_spec
 
-from engine.descriptions import DescriptionError, Descriptions
 import engine.learning as learning
+from engine.descriptions import DescriptionError, Descriptions
 from engine.learning import (
     ChainModel,
     LearnedChain,
