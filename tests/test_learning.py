@@ -178,6 +178,29 @@ def test_a_wide_last_depth_is_read_from_the_answers_side_unless_a_relation_into_
                                                               for j in range(12)})
 
 
+def test_an_answer_reached_through_an_unnamed_node_keeps_a_wide_last_depth_listed(tog, tmp_path, monkeypatch,
+                                                                                  store_spec):
+    """The answers' side reads names only: an unnamed node on a relation into
+    the answer (a Freebase CVT) leaves that step open, so the wide last depth
+    is listed, and the chain that looks through the node is found."""
+    ns, label = "http://example.org/", "http://www.w3.org/2000/01/rdf-schema#label"
+    lines = [f'<{ns}hub> <{label}> "The Hub" .', f'<{ns}prize> <{label}> "The Prize" .']
+    for i in range(90):
+        for j in range(12):
+            lines += [f"<{ns}hub> <{ns}w{i}> <{ns}mid_{i}_{j}> .", f'<{ns}mid_{i}_{j}> <{label}> "Mid {i} {j}" .']
+    lines += [f"<{ns}mid_7_3> <{ns}goal> <{ns}unnamed> .", f"<{ns}unnamed> <{ns}goal> <{ns}prize> ."]
+    src = tmp_path / "through.nt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert tog("load", str(src), "--store", store_spec).exit_code == 0
+    kg, listed = open_spec(store_spec).kg, []
+    reads = kg.relations
+    monkeypatch.setattr(kg, "relations", lambda ids: (listed.extend(ids), reads(ids))[1])
+    cache = ReadCache(kg)
+    found = find_chains(cache, f"{ns}hub", {"the prize"}, 2, answer_side(cache, {"the prize"}))
+    assert [chain_key(c) for c in found.chains] == [("w7", "goal", "goal")] and found.f1 == 1.0
+    assert len({e for e in listed if "mid_" in e}) == 1080
+
+
 def test_the_read_cache_is_bounded_by_what_it_holds_and_answers_in_full_across_a_trim(tmp_path):
     """A pair holds up to 100 neighbours: the cache counts them, not the
     pairs. Dropping what it holds never drops what the call asks for."""
