@@ -315,8 +315,8 @@ def find_chains(cache: ReadCache, topic: str, answers: set[str], depth: int,
     leading nowhere) is not listed when the answers' side knows every step
     (``AnswerSide.closed``): a chain prefix takes a step only if one of its
     entities reaches an answer by it.  The two ways reach the same chains,
-    short of thinning and of a last step that passes an unnamed node (which
-    only a listing shows)."""
+    short of thinning: a last step that passes an unnamed node (a CVT) ends
+    at an answer with an unnamed neighbour, which leaves a step open."""
     # per chain prefix, the entities it reached and the one each came from
     # (a chain never takes back the edge it just took, as the search does not)
     frontier: dict[Chain, dict[str, str | None]] = {(): {topic: None}}
