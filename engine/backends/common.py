@@ -186,6 +186,14 @@ def chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
         yield items[i:i + size]
 
 
+def expand_request(requests: Sequence[tuple[str, Relation]], limit: int
+                   ) -> tuple[list[tuple[str, Relation]], int]:
+    """What every backend's ``expand`` starts from: the distinct pairs that
+    can have neighbours (a literal has none), and the limit taken as at most
+    MAX_CANDIDATES (a wider window would sort a crowded pair whole)."""
+    return list(dict.fromkeys((e, r) for e, r in requests if not is_literal(e))), min(limit, MAX_CANDIDATES)
+
+
 def crowd_cap(neighbours: int, limit: int, over: int = 0, size: int = 5) -> int:
     """How many candidates a pair with ``neighbours`` offers: ``limit``, or
     with ``over`` set, ToG's rule for crowded relations: ``size`` of them

@@ -77,6 +77,7 @@ from engine.backends.common import (
     Found,
     chunks,
     crowd_cap,
+    expand_request,
     look_through,
     nothing_behind,
     sample_key,
@@ -88,7 +89,6 @@ from engine.graph import (
     CANDIDATE_WINDOW,
     DEFAULT_NAME_PREDICATES,
     DEFAULT_POLICY,
-    MAX_CANDIDATES,
     NAME_MATCHES,
     Candidate,
     Direction,
@@ -693,8 +693,7 @@ class SparqlGraph(SparqlReads):
         more than WINDOW_AT_ONCE edges gets its whole window in its first
         page. A crowded pair's candidates are kept for the process
         (``pages``): the server sorts each pair once."""
-        limit = min(limit, MAX_CANDIDATES)  # (a wider window would sort a crowded pair whole)
-        pairs = list(dict.fromkeys((e, r) for e, r in requests if not is_literal(e)))
+        pairs, limit = expand_request(requests, limit)
         first = max(over - 1, 1) if over else limit
         found: Found = {}
         counts: dict[tuple[str, Relation], int] = {}  # neighbours (at least) per pair

@@ -49,6 +49,7 @@ from engine.backends.common import (
     chunks,
     crowd_cap,
     end_changes,
+    expand_request,
     informative,
     label_relations,
     look_ahead_tails,
@@ -62,7 +63,6 @@ from engine.backends.neo4j.session import Neo4jSession
 from engine.graph import (
     CANDIDATE_WINDOW,
     DEFAULT_POLICY,
-    MAX_CANDIDATES,
     NAME_MATCHES,
     Candidate,
     Direction,
@@ -238,8 +238,7 @@ class Neo4jKG(KnowledgeGraph):
     # -- expand ------------------------------------------------------------------
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
                over: int = 0, size: int = 5, through: bool = True) -> list[Candidate]:
-        limit = min(limit, MAX_CANDIDATES)  # (a wider window would sort a crowded pair whole)
-        pairs = list(dict.fromkeys((e, r) for e, r in requests if not is_literal(e)))
+        pairs, limit = expand_request(requests, limit)
         window = CANDIDATE_WINDOW * limit
         rows: dict[tuple[str, Relation], dict[str, Node | None]] = {pair: {} for pair in pairs}
         known = [pair for pair in pairs if (pair[1].degree or 0) > window]  # crowded, as its listing said

@@ -40,6 +40,7 @@ from engine.backends.common import (
     Found,
     chunks,
     crowd_cap,
+    expand_request,
     informative,
     label_relations,
     look_through,
@@ -62,7 +63,6 @@ from engine.backends.sparql_reads import BATCH, UNION_BATCH, SparqlReads, iri_ro
 from engine.graph import (
     CANDIDATE_WINDOW,
     DEFAULT_POLICY,
-    MAX_CANDIDATES,
     Candidate,
     Direction,
     Node,
@@ -200,8 +200,7 @@ class OxigraphKG(SparqlReads):
     # -- expand ------------------------------------------------------------------
     def expand(self, requests: Sequence[tuple[str, Relation]], limit: int = 100, *,
                over: int = 0, size: int = 5, through: bool = True) -> list[Candidate]:
-        limit = min(limit, MAX_CANDIDATES)  # (a wider window would sort a crowded pair whole)
-        pairs = list(dict.fromkeys((e, r) for e, r in requests if not is_literal(e)))
+        pairs, limit = expand_request(requests, limit)
         window = CANDIDATE_WINDOW * limit
         ordered, degree, known = self.neighbours(pairs, window)
         windows: dict[tuple[str, Relation], list[str]] = {}
