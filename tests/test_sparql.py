@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import subprocess
@@ -555,7 +556,7 @@ def test_expand_pages_a_hub_in_the_sample_order_on_the_endpoint(endpoint, tmp_pa
             lines.append(f'<{actor}> <{label}> "Actor {i}" .')
     for text in ("Caf\u00e9 \u2615", "plain", "\u00dcn\u00efcode", "zz"):
         lines.append(f'<{ex}film> <{ex}starring> "{text}" .')
-    unordered = 3 + 4  # a first page of these alone is followed by the whole pair
+    unordered = 3 + 4  # a first page of these alone is followed by a page of all of them (at most UNORDERED_MOST)
     for i in range(30):
         lines.append(f'<{ex}film> <{ex}directed> <{ex}director{i}> .')
         lines.append(f'<{ex}director{i}> <{label}> "Director {i}" .')
@@ -637,7 +638,7 @@ def test_virtuoso_pages_iris_that_are_not_ascii_in_the_sample_order(endpoint, tm
     paged in the sample order, a few dozen rows, where such IRIs came first,
     unordered, and the pair came whole. The candidates equal the embedded
     store's, prepared and with the values in the text (what other endpoints
-    get, where the pair still comes whole)."""
+    get, where such a pair comes whole up to UNORDERED_MOST neighbours)."""
     from engine.backends.common import sample_key
     from engine.backends.sparql import SparqlGraph
     from engine.graph import Relation
@@ -692,6 +693,48 @@ def test_a_limit_past_the_largest_window_is_taken_as_it(endpoint, tmp_path):
         got = [(c.node.id, c.node.name) for c in kg.expand(pair, limit=5 * MAX_CANDIDATES)]
         assert got == [(c.node.id, c.node.name) for c in local.expand(pair, limit=MAX_CANDIDATES)]
         assert len(got) == MAX_CANDIDATES and 0 < len(set().union(*sent)) <= 4 * MAX_CANDIDATES + 1
+    finally:
+        kg.close()
+
+
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "values-in-text"])
+def test_neighbours_the_endpoint_cannot_order_are_read_up_to_a_cap(endpoint, tmp_path, prepared, caplog):
+    """Literals come first in a page, unordered, for the client to order. A
+    pair of 600 of them (and 20 named IRIs) is read to its end once the first
+    page holds nothing else, and its candidates equal the embedded store's;
+    a pair of 6,000 is read no further than UNORDERED_MOST rows (it had come
+    whole), and the process says once that its candidates may differ."""
+    from engine.backends.sparql import UNORDERED_MOST, SparqlGraph
+    from engine.graph import Relation
+
+    ex = "http://example.org/values/"
+    label = "http://www.w3.org/2000/01/rdf-schema#label"
+    lines = []
+    for name, values in (("few", 600), ("many", 6_000)):
+        lines.append(f'<{ex}{name}> <{label}> "Entity {name}" .')
+        lines += [f'<{ex}{name}> <{ex}measured> "{name} {i}" .' for i in range(values)]
+        for i in range(20):
+            item = f"{ex}{name}-item{i}"
+            lines += [f"<{ex}{name}> <{ex}measured> <{item}> .", f'<{item}> <{label}> "Item {i}" .']
+    spec, local = loaded_both(tmp_path, lines, "values")
+    few, many = [(f"{ex}{name}", Relation(f"{ex}measured", "out")) for name in ("few", "many")]
+    kg = SparqlGraph(spec, prepared=prepared, memo=False)
+    sent = neighbours_sent(kg)
+    try:
+        with caplog.at_level(logging.INFO, logger="tog"):
+            for limit in (5, 40):
+                sent.clear()
+                got = [(c.node.id, c.node.name) for c in kg.expand([few], limit=limit)]
+                assert got == [(c.node.id, c.node.name) for c in local.expand([few], limit=limit)], limit
+                assert 600 <= len(set().union(*sent)) <= 620
+            assert "cannot put in the sample order" not in caplog.text
+            for limit in (5, 40):
+                sent.clear()
+                got = kg.expand([many], limit=limit)
+                assert len(got) == limit and all(c.node.literal for c in got)
+                assert max(len(rows) for rows in sent) == UNORDERED_MOST + 1
+                assert len(set().union(*sent)) == UNORDERED_MOST + 1
+        assert caplog.text.count("cannot put in the sample order") == 1
     finally:
         kg.close()
 

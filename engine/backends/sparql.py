@@ -57,6 +57,7 @@ import hashlib
 import http.client
 import os
 import socket
+import logging
 import threading
 import time
 import urllib.error
@@ -73,6 +74,7 @@ from engine.backends import is_sparql_uri
 from engine.backends.common import (
     SCHEMA_EDGES,
     SCHEMA_MADE,
+    SAMPLE_KEEP,
     SCHEMA_READ,
     Found,
     chunks,
@@ -104,8 +106,12 @@ from engine.queries import render, sparql, sparql_term, sparql_union, sparql_val
 from engine.store import Store
 
 __all__ = ["SCHEMES", "SparqlGraph", "is_sparql_uri", "open_sparql", "prepared_slot"]
+log = logging.getLogger("tog")
 PAGE_PAIRS = 40  # (entity, relation) pairs per page request
-WHOLE = 10 ** 9  # the page size that asks for a pair whole
+# Neighbours the endpoint cannot order (literals; IRIs not in ASCII, but on Virtuoso) come first in a
+# page, for the client to order: a pair with more than this many has its candidates sampled from the
+# first ones the endpoint sends (bounded, but not the stores' sample)
+UNORDERED_MOST = SAMPLE_KEEP
 AHEAD_MAX = 1_000  # topics whose relations wait for the search
 PREPARED_MAX = 32  # entities (or pairs) a prepared query takes; more go in one VALUES query
 PAD = "urn:x-tog:unused-slot"  # the IRI of an unused slot: no store holds it
@@ -344,6 +350,7 @@ class SparqlGraph(SparqlReads):
         self._texts: dict[tuple[str, int], str] = {}  # prepared query texts by (kind, slots)
         self.listings = Memo(LISTINGS_KEPT if memo else 0)  # entity -> its relations
         self.pages = Memo(PAGES_KEPT if memo else 0)  # (entity, relation, direction, limit, over, size) -> found
+        self._unordered_noted = False
         self.schema = EndpointSchema(self, SCHEMAS_KEPT if memo else 0)
         try:
             self._remote("ASK { }")
@@ -692,7 +699,9 @@ class SparqlGraph(SparqlReads):
         whether the pair is crowded. A pair whose relation says it has
         more than WINDOW_AT_ONCE edges gets its whole window in its first
         page. A crowded pair's candidates are kept for the process
-        (``pages``): the server sorts each pair once."""
+        (``pages``): the server sorts each pair once. Neighbours it cannot
+        order (``_paged``) come first, and the client orders them: at most
+        UNORDERED_MOST of them are read."""
         pairs, limit = expand_request(requests, limit)
         first = max(over - 1, 1) if over else limit
         found: Found = {}
@@ -751,8 +760,11 @@ class SparqlGraph(SparqlReads):
                     continue  # no row past the page: the pair is complete
                 crowded.add(pair)
                 ordered = sorted((x for x in rows if _paged(x, self.prepared)), key=sample_key)
-                if not ordered:  # a page of unordered neighbours only: ask for the pair whole
-                    following[pair] = (0, WHOLE)
+                if not ordered:  # a page of unordered neighbours only: all of them, if there are not too many
+                    if page < UNORDERED_MOST:
+                        following[pair] = (0, UNORDERED_MOST)
+                    else:
+                        self._unordered_note()
                     continue
                 del seen[pair][ordered[-1]]  # the row past the page belongs to the next one
                 if offset == 0:
@@ -786,6 +798,15 @@ class SparqlGraph(SparqlReads):
         return select_candidates(requests, found, limit,
                                  (lambda unnamed, lim: look_through(self, unnamed, lim)) if through else nothing_behind,
                                  over=over, size=size, counts=counts)
+
+    def _unordered_note(self) -> None:
+        """Say once a process that a pair's candidates are not the stores'."""
+        if not self._unordered_noted:
+            self._unordered_noted = True
+            log.info(f"note: a pair on the SPARQL endpoint has more than {UNORDERED_MOST:,} neighbours that the "
+                     "endpoint cannot put in the sample order (literals, or IRIs that are not ASCII); its candidates "
+                     f"are sampled from the first {UNORDERED_MOST:,} it sends, so they may differ from an embedded "
+                     "store's")
 
     def _page_names(self) -> dict[str, str]:
         """How a page asks for its neighbours' names: all of them, or in a KG
