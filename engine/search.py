@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from engine.errors import TogError
-from engine.graph import MAX_CANDIDATES, KnowledgeGraph, LazyMapping, Node, PathRecord, Relation
+from engine.graph import CANDIDATE_WINDOW, MAX_CANDIDATES, KnowledgeGraph, LazyMapping, Node, PathRecord, Relation
 from engine.paths import Hop, Path, topic_groups
 from engine.pruning import Choice, Pruner
 from engine.reasoning import Answer, Reasoner, Schema
@@ -38,10 +38,11 @@ if TYPE_CHECKING:
 # the neighbourhood once, then answer in one step (engine/paradigms.py)
 METHODS = ("tog", "tog-r", "plan", "kg-llm-once")
 BASELINES = ("io", "cot")  # the LLM alone, no knowledge graph (engine/runs.py)
-# (lowest, highest) value of each numeric knob; None: no bound
+# (lowest, highest) value of each numeric knob; None: no bound. sample_over: an endpoint tells a crowded
+# pair by a first page of that many neighbours, which stays within the largest window
 LIMITS: dict[str, tuple[float | None, float | None]] = {
     "width": (1, 50), "depth": (1, 10), "threshold": (0.0, 1.0), "max_candidates": (1, MAX_CANDIDATES),
-    "sample_over": (0, None), "sample_size": (1, None),
+    "sample_over": (0, CANDIDATE_WINDOW * MAX_CANDIDATES), "sample_size": (1, None),
     "lookahead": (1, 5), "proposals": (1, 10), "max_steps": (0, 10), "refresh_at": (0.0, 1.0)}
 
 

@@ -185,9 +185,10 @@ def test_depth_bounds_the_search(store, method):
 def test_search_config_is_validated():
     for bad in (dict(width=0), dict(width=51), dict(depth=0), dict(depth=11), dict(method="bfs"),
                 dict(threshold=1.5), dict(max_candidates=0), dict(max_candidates=MAX_CANDIDATES + 1),
-                dict(sample_over=-1), dict(sample_size=0)):
+                dict(sample_over=-1), dict(sample_over=4 * MAX_CANDIDATES + 1), dict(sample_size=0)):
         with pytest.raises(TogError):
             SearchConfig(**bad)
+    SearchConfig(sample_over=4 * MAX_CANDIDATES)  # (an endpoint's first page of a pair: the largest window)
 
 
 @pytest.mark.parametrize("method", METHODS)
