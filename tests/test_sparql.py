@@ -703,24 +703,37 @@ def test_neighbours_the_endpoint_cannot_order_are_read_up_to_a_cap(endpoint, tmp
     pair of 600 of them (and 20 named IRIs) is read to its end once the first
     page holds nothing else, and its candidates equal the embedded store's;
     a pair of 6,000 is read no further than UNORDERED_MOST rows (it had come
-    whole), and the process says once that its candidates may differ."""
-    from engine.backends.sparql import UNORDERED_MOST, SparqlGraph
-    from engine.graph import Relation
+    whole), and the process says once that its candidates may differ. A
+    pair of 4,000 and 5,000 named IRIs, at the largest window, is paged
+    within what Virtuoso sorts (SORTED_MAX rows) to the stores' candidates."""
+    from engine.backends.sparql import SORTED_MAX, UNORDERED_MOST, SparqlGraph
+    from engine.graph import MAX_CANDIDATES, Relation
 
     ex = "http://example.org/values/"
     label = "http://www.w3.org/2000/01/rdf-schema#label"
     lines = []
-    for name, values in (("few", 600), ("many", 6_000)):
+    for name, values, items in (("few", 600, 20), ("many", 6_000, 20), ("wide", 4_000, 5_000)):
         lines.append(f'<{ex}{name}> <{label}> "Entity {name}" .')
         lines += [f'<{ex}{name}> <{ex}measured> "{name} {i}" .' for i in range(values)]
-        for i in range(20):
+        for i in range(items):
             item = f"{ex}{name}-item{i}"
             lines += [f"<{ex}{name}> <{ex}measured> <{item}> .", f'<{item}> <{label}> "Item {i}" .']
     spec, local = loaded_both(tmp_path, lines, "values")
-    few, many = [(f"{ex}{name}", Relation(f"{ex}measured", "out")) for name in ("few", "many")]
+    few, many, wide = [(f"{ex}{name}", Relation(f"{ex}measured", "out")) for name in ("few", "many", "wide")]
     kg = SparqlGraph(spec, prepared=prepared, memo=False)
     sent = neighbours_sent(kg)
+    pages: list[tuple[int, int]] = []
+    plain_page = kg._page_query
+
+    def page_spy(part, asked):
+        pages.extend(asked[pair] for pair in part)
+        return plain_page(part, asked)
+
+    kg._page_query = page_spy
     try:
+        got = [(c.node.id, c.node.name) for c in kg.expand([wide], limit=MAX_CANDIDATES)]
+        assert got == [(c.node.id, c.node.name) for c in local.expand([wide], limit=MAX_CANDIDATES)]
+        assert len(pages) > 2 and max(offset + size + 1 for offset, size in pages) <= SORTED_MAX
         with caplog.at_level(logging.INFO, logger="tog"):
             for limit in (5, 40):
                 sent.clear()

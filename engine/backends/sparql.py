@@ -117,7 +117,9 @@ PREPARED_MAX = 32  # entities (or pairs) a prepared query takes; more go in one 
 PAD = "urn:x-tog:unused-slot"  # the IRI of an unused slot: no store holds it
 PROBE_TEXT = "G\u00e9rard \u2615 \U0001F600"  # the prepared probe's non-ASCII text, and its SHA-1 as we compute it
 PROBE_HASH = hashlib.sha1(PROBE_TEXT.encode("utf-8")).hexdigest()
-SORTED_MAX = 10_000  # rows Virtuoso sorts for ORDER BY ... LIMIT (MaxSortedTopRows); beyond, a pair comes whole
+# Rows Virtuoso sorts for ORDER BY ... LIMIT (MaxSortedTopRows). A page ends within the largest window
+# past the unordered neighbours before it (8,193 rows at most), so no pair is ever asked for whole.
+SORTED_MAX = 10_000
 LISTINGS_KEPT = 20_000  # entities whose relations a process keeps (Memo)
 PAGES_KEPT = 2_000  # crowded pairs whose candidates a process keeps (Memo)
 WINDOW_AT_ONCE = 10_000  # edges past which a pair's first page is its whole window (one sort on the server)
@@ -830,11 +832,8 @@ class SparqlGraph(SparqlReads):
             for i, (e, r) in enumerate(part):
                 offset, size = pages[(e, r)]
                 row = (ox.Literal(i), ox.NamedNode(e), ox.NamedNode(r.id))
-                if offset + size + 1 > SORTED_MAX:  # past what an endpoint sorts for a page
-                    blocks.append(render(f"tails_whole_{r.direction}", pair=sparql_values([row])))
-                else:
-                    blocks.append(render(f"tails_page_{r.direction}", pair=sparql_values([row]),
-                                         limit=size + 1, offset=offset))
+                blocks.append(render(f"tails_page_{r.direction}", pair=sparql_values([row]),
+                                     limit=size + 1, offset=offset))
             return render("tails_page", pages=sparql_union(blocks), names=names, **self._page_names()), [], part
         for direction in ("out", "in"):
             group = [pair for pair in part if pair[1].direction == direction]
@@ -849,11 +848,8 @@ class SparqlGraph(SparqlReads):
                     # a big pair's relation in the text: Virtuoso sorts it 2x faster than with the
                     # relation a slot (2.9 against 5.9 s for 2.5M edges); its text is planned anew, once
                     p = sparql_term(ox.NamedNode(pair[1].id))
-                if offset + size + 1 > SORTED_MAX:
-                    blocks.append(render(f"prepared_tails_whole_{direction}", e=e, p=p, i=i))
-                else:
-                    blocks.append(render(f"prepared_tails_page_{direction}", e=e, p=p, i=i, limit=size + 1,
-                                         offset=offset))
+                blocks.append(render(f"prepared_tails_page_{direction}", e=e, p=p, i=i, limit=size + 1,
+                                     offset=offset))
         return render("tails_page", pages=sparql_union(blocks), names=names, **self._page_names()), params, slot_pairs
 
     def close(self) -> None:
