@@ -707,7 +707,7 @@ def test_neighbours_the_endpoint_cannot_order_are_read_up_to_a_cap(endpoint, tmp
     page holds nothing else, and its candidates equal the embedded store's;
     a pair of 6,000 is read no further than UNORDERED_MOST rows (it had come
     whole), and the process says once that its candidates may differ. A
-    pair of 4,000 and 5,000 named IRIs, at the largest window, is paged
+    pair of 4,000 literals and 5,000 named IRIs, at the largest window, is paged
     within what Virtuoso sorts (SORTED_MAX rows) to the stores' candidates."""
     from engine.backends.sparql import SORTED_MAX, UNORDERED_MOST, SparqlGraph
     from engine.graph import MAX_CANDIDATES, Relation

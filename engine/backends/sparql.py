@@ -55,9 +55,9 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import logging
 import os
 import socket
-import logging
 import threading
 import time
 import urllib.error
@@ -72,9 +72,9 @@ import pyoxigraph as ox
 from engine.backends import SPARQL_SCHEMES as SCHEMES
 from engine.backends import is_sparql_uri
 from engine.backends.common import (
+    SAMPLE_KEEP,
     SCHEMA_EDGES,
     SCHEMA_MADE,
-    SAMPLE_KEEP,
     SCHEMA_READ,
     Found,
     chunks,
