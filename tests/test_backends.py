@@ -595,7 +595,8 @@ def test_every_cypher_file_compiles_on_the_server(neo4j_store):
                                        in_counts=render_cypher("hub_count_in", type=odd).strip()),
         "pair_degree": render_cypher("pair_degree", type=odd),
         **{name: render_cypher(name, type=odd) for name in (  # statements that read by one type
-            "expand_out", "expand_in", "sample_out", "sample_in")},
+            "expand_out", "expand_in", "sample_out", "sample_in", "fact_exists", "fact_remove", "fact_add_entity",
+            "fact_add_value")},
         "schema_tails": render_cypher("schema_tails", branches="\nUNION ALL\n".join(
             render_cypher(f"schema_tails_{d}", type=odd, i=i).strip() for i, d in enumerate(("out", "in")))),
         "relation_counts": render_cypher("relation_counts", counts=", ".join(

@@ -1112,6 +1112,14 @@ def test_neo4j_answers_the_same_from_bounded_reads(neo4j_store, loaded_hub, tmp_
     assert facts["fact_remove"][1]["s"] == iri("hub") and iri("hub") in facts["hubs_touch"][1]["ids"]
     hits = {name: _db_hits(neo4j_store, *statement) for name, statement in facts.items()}
     assert max(hits.values()) < 100, hits
+    # a fact between two nodes of many edges (the hub and itself: 210,000) is looked for, added and
+    # taken out through its type's edges only (its type as a parameter, every edge of an end was read)
+    sent.clear()
+    revert(store, correct(store, [], [f"<{iri('hub')}>|<{LIKES.id}>|<{iri('hub')}>"], "a loop").id)
+    facts = {_statement(text): (text, params) for text, params in sent if _statement(text).startswith("fact_")}
+    assert set(facts) == {"fact_exists", "fact_add_entity", "fact_remove"}
+    hits = {name: _db_hits(neo4j_store, *statement) for name, statement in facts.items()}
+    assert max(hits.values()) < 100, hits
     # the look-ahead over `likes` (60,000 edges, all to the hub) reads its first edges only
     from engine.backends.common import SCHEMA_READ, SCHEMA_TAILS
     from engine.queries import cypher

@@ -14,7 +14,7 @@ from engine.backends.neo4j.kg import refresh_summaries
 from engine.backends.neo4j.session import Neo4jSession
 from engine.backends.neo4j.sink import literal_parts
 from engine.graph import Correction, Fact, is_literal, literal_term, name_keys, stored_id
-from engine.queries import cypher
+from engine.queries import cypher, cypher_name, render_cypher
 
 
 def stored(facts: Sequence[Fact]) -> list[Fact]:
@@ -31,7 +31,7 @@ class Neo4jCorrections:
 
     def has_fact(self, fact: Fact) -> bool:
         ((s, r, o),) = stored([fact])
-        rows = self.session.run("fact_exists", s=s, r=r, o=o, literal=is_literal(o))
+        rows = self.session.run_text(render_cypher("fact_exists", type=cypher_name(r)), s=s, o=o, literal=is_literal(o))
         return bool(rows and rows[0]["found"])
 
     @staticmethod
@@ -42,16 +42,18 @@ class Neo4jCorrections:
         ``end_changes`` takes them (a literal object as None)."""
         changed: list[tuple[str, str, str | None, int]] = []
         for s, r, o in remove:
-            summary = tx.run(cypher("fact_remove"), s=s, r=r, o=o, literal=is_literal(o)).consume()
+            text = render_cypher("fact_remove", type=cypher_name(r))  # (the type in the text: see fact_exists)
+            summary = tx.run(text, s=s, o=o, literal=is_literal(o)).consume()
             changed += [(s, r, None if is_literal(o) else o, -1)] * summary.counters.relationships_deleted
         for s, r, o in add:
             if is_literal(o):
                 _, value, datatype, lang, o_sk = literal_parts(literal_term(o))
-                summary = tx.run(cypher("fact_add_value"), s=s, r=r, o=o, value=value, datatype=datatype, lang=lang,
-                                 correction=correction_id, s_sk=sample_hash(s), o_sk=o_sk).consume()
+                summary = tx.run(render_cypher("fact_add_value", type=cypher_name(r)), s=s, o=o, value=value,
+                                 datatype=datatype, lang=lang, correction=correction_id, s_sk=sample_hash(s),
+                                 o_sk=o_sk).consume()
             else:
-                summary = tx.run(cypher("fact_add_entity"), s=s, r=r, o=o, correction=correction_id,
-                                 s_sk=sample_hash(s), o_sk=sample_hash(o)).consume()
+                summary = tx.run(render_cypher("fact_add_entity", type=cypher_name(r)), s=s, o=o,
+                                 correction=correction_id, s_sk=sample_hash(s), o_sk=sample_hash(o)).consume()
             changed += [(s, r, None if is_literal(o) else o, 1)] * summary.counters.relationships_created
         return changed
 
