@@ -831,6 +831,30 @@ def test_expanding_a_crowded_pair_reads_only_its_sample(hub_store, monkeypatch):
     assert spy.most_rows() <= SAMPLE_KEEP
 
 
+def test_a_correction_that_takes_a_kept_neighbour_out_leaves_the_pair_unsorted(hub_store, monkeypatch):
+    """A correction that takes one of a hub pair's kept neighbours out leaves
+    its sample one short of the largest window: a question at that window
+    reads what is kept, where it had the store sort the pair (150,000 edges)
+    again, and is offered the same candidates a sort would give."""
+    from engine.feedback import correct, revert
+
+    kg = hub_store.kg
+    links = (iri("hub"), LINKS.id, "out")
+    first = kg.summaries.samples([links])[links][1][0]
+    c = correct(hub_store, [f"<{iri('hub')}>|<{LINKS.id}>|<{first}>"], [], "a test")
+    degree, sample = kg.summaries.samples([links])[links]
+    assert degree == OUT - 1 and len(sample) == SAMPLE_KEEP - 1 and first not in sample
+    spy = Spy(kg, monkeypatch)
+    got = [(x.node.id, x.node.name) for x in kg.expand([(iri("hub"), LINKS)], limit=MAX_CANDIDATES)]
+    named = sorted((x for x in range(0, OUT, 3) if iri(f"n{x}") != first), key=lambda i: sample_key(iri(f"n{i}")))
+    assert got == [(iri(f"n{i}"), f"Node {i}") for i in named[:MAX_CANDIDATES]]
+    assert kg.made["crowded_pairs"] == 0 and spy.most_rows() <= SAMPLE_KEEP and not spy.unbounded(iri("hub"))
+    revert(hub_store, c.id)  # back in: first in the sample order, the kept sample takes it again
+    assert kg.summaries.samples([links])[links] == (OUT, [first, *sample])
+    got = [(x.node.id, x.node.name) for x in kg.expand([(iri("hub"), LINKS)], limit=MAX_CANDIDATES)]
+    assert got == _expected(MAX_CANDIDATES) and kg.made["crowded_pairs"] == 0
+
+
 def test_a_question_about_a_hub_is_answered_from_bounded_reads(hub_store, monkeypatch):
     from engine.pruning import get_pruner
     from engine.reasoning import get_reasoner
@@ -1104,6 +1128,10 @@ def test_neo4j_answers_the_same_from_bounded_reads(neo4j_store, loaded_hub, tmp_
     revert(store, c.id)
     assert [(x.node.id, x.node.name) for x in kg.expand([(iri("hub"), LINKS)], limit=100)] == _expected(100)
     assert kg.made["crowded_pairs"] == 0 and max(n for _, n in rows) <= SAMPLE_KEEP + 1
+    # the revert left the sample a neighbour short (the newcomer out, the one it had pushed out not
+    # back): the largest window reads it as it is, where the server sorted the 150,000 edges again
+    got = [(x.node.id, x.node.name) for x in kg.expand([(iri("hub"), LINKS)], limit=MAX_CANDIDATES)]
+    assert got == _expected(MAX_CANDIDATES) and kg.made["crowded_pairs"] == 0
     # finding and taking out the hub's one link, and adding it to the hub's kept counts, read
     # neither the hub's 150,000 links nor its other edges
     facts = {_statement(text): (text, params) for text, params in sent

@@ -72,6 +72,15 @@ def shown_rank(lang: str | None, order: int) -> int | None:
 # at most 1,000 edges (under 10 ms).
 SORT_MAX = 1_000
 
+
+def sample_serves(degree: int, held: int, window: int) -> bool:
+    """Whether a crowded pair's kept sample (``held`` of its ``degree``
+    neighbours) answers a question's ``window``: it holds the window, or the
+    pair is past SORT_MAX, which no question sorts (a correction that took
+    out one of its kept neighbours leaves it one short: a sort to refill it
+    would read the pair whole)."""
+    return held >= min(degree, window) or degree > SORT_MAX
+
 # The neighbours a store keeps of a crowded pair, in the sample order: the largest
 # candidate window (4,096), so that a question reads a crowded pair from what was kept.
 SAMPLE_KEEP = CANDIDATE_WINDOW * MAX_CANDIDATES

@@ -57,6 +57,7 @@ from engine.backends.common import (
     nothing_behind,
     past_or_first,
     sample_key,
+    sample_serves,
     select_candidates,
 )
 from engine.backends.neo4j.session import Neo4jSession
@@ -279,7 +280,7 @@ class Neo4jKG(KnowledgeGraph):
         out = {}
         for pair, key in keys.items():
             got = kept.get(sample_id(key))
-            if got is None or len(got[1]) < min(got[0], window):
+            if got is None or not sample_serves(got[0], len(got[1]), window):
                 got = self._sample(key, max(window, SAMPLE_KEEP))
             out[pair] = got
         return out

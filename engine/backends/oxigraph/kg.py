@@ -46,6 +46,7 @@ from engine.backends.common import (
     look_through,
     nothing_behind,
     sample_key,
+    sample_serves,
     select_candidates,
     shown_rank,
 )
@@ -260,7 +261,7 @@ class OxigraphKG(SparqlReads):
         todo = []
         for pair in pairs:
             sample = kept.get(key[pair])
-            if sample is not None and len(sample[1]) >= min(sample[0], window):
+            if sample is not None and sample_serves(sample[0], len(sample[1]), window):
                 degree[pair], ordered[pair] = sample
             elif (pair[1].degree or 0) > window:  # crowded, as its listing said: sorted now, no window read first
                 degree[pair], ordered[pair] = self._sample(key[pair], max(window, SAMPLE_KEEP))
