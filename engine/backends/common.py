@@ -81,6 +81,7 @@ def sample_serves(degree: int, held: int, window: int) -> bool:
     would read the pair whole)."""
     return held >= min(degree, window) or degree > SORT_MAX
 
+
 # The neighbours a store keeps of a crowded pair, in the sample order: the largest
 # candidate window (4,096), so that a question reads a crowded pair from what was kept.
 SAMPLE_KEEP = CANDIDATE_WINDOW * MAX_CANDIDATES
