@@ -699,6 +699,13 @@ def test_neo4j_samples_the_biggest_pairs_at_load_as_the_embedded_store_does(neo4
     kg.expand([(iri("big"), Relation(r, "out"))], limit=5)
     assert kg.made["crowded_pairs"] == 2 and store.kg.session.setting(BIG_PAIRS, None) == 1500
     assert kept(store) == embedded["more.nt"]
+    # a load that finds more kept samples than it follows (KEEP_MAX) forgets them all: its end samples
+    # every big pair again, not only those around what it wrote (big's, by one edge; sink's as well)
+    from engine.backends.neo4j import sink as neo4j_sink
+
+    monkeypatch.setattr(neo4j_sink, "KEEP_MAX", 2)
+    load_file(store.need_sink(), write_nt(tmp_path / "one.nt", [f"<{iri('big')}> <{s_}> <{iri('y-one')}> ."]))
+    assert set(kept(store)) == {big, small, sink} and kept(store)[sink] == embedded["more.nt"][sink]
 
 
 def test_the_hub_tally_stays_small_and_misses_no_hub(monkeypatch):

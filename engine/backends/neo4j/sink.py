@@ -232,11 +232,13 @@ class Neo4jSink(PendingWrites):
         kept crowded-pair samples are followed, to be merged with what the
         load writes when it ends (``_SampleNotes``), unless there are more
         than KEEP_MAX or a load that followed them never ended: then they
-        are forgotten too."""
+        are forgotten too, and the load's end samples every big pair again."""
         session = self.session
         kept = session.run("summaries_count")[0]["samples"]
         if not kept or kept > KEEP_MAX or session.setting(PENDING, False):
             session.run_batched("summaries_clear")
+            if kept:  # the big pairs of hubs the load does not touch lost theirs too: its end samples them all
+                self._touched = None
             session.run("setting_set", write=True, key=PENDING, value="false")
             return None
         session.run_batched("schema_clear")
