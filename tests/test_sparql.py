@@ -522,6 +522,59 @@ def test_the_endpoint_sends_a_row_a_node_named_in_300_languages(endpoint, tmp_pa
         remote.close()
 
 
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "values-in-text"])
+def test_the_endpoint_sends_a_few_rows_a_node_however_many_names_it_has(endpoint, tmp_path, prepared):
+    """Name lookups send the lowest name of each predicate and language rank
+    (``name_rank.rq``), not every name: a node with 40 English aliases, one
+    named in 299 other languages only, one with both and an English label,
+    and a Latin-1 / Greek / CJK / astral tie among a node's aliases, the
+    lower text by code point as the client picks it. In a labels request,
+    a topic's, a page, and again in a KG judged to name things in English
+    only (whose lookups keep every language); the names the embedded store
+    shows."""
+    from conftest import iri
+    from test_shown_names import OTHER_LANGS, _counting, _name
+
+    from engine.backends.sparql import SparqlGraph
+    from engine.graph import Relation
+
+    alias = "http://www.w3.org/2004/02/skos/core#altLabel"
+    ties = ["Zeta", "\u00c9clair", "eclair", "\u03a9mega", "\u65e5\u672c", "\U0001F600 smile", "a\u00a0b", "ab"]
+    named = {"aliased": [(f"Alias {j:02}", "en", alias) for j in range(40)],
+             "abroad": [(f"Fern {tag}", tag) for tag in OTHER_LANGS],
+             "mixed": [("Mixed", "en")] + [(f"Gemischt {tag}", tag) for tag in OTHER_LANGS]
+             + [(f"Mixed alias {j:02}", "en", alias) for j in range(40)],
+             "tied": [(text, "en", alias) for text in ties]}
+    lines = [_name(node, *spec) for node, names in named.items() for spec in names]
+    lines += [f"<{iri('quay')}> <{iri('moors')}> <{iri(node)}> ." for node in named]
+    spec, local = loaded_both(tmp_path, lines, "rows")
+    ids = [iri(node) for node in named]
+    moors = [(iri("quay"), Relation(iri("moors"), "out"))]
+    want = local.labels(ids)
+    assert want[iri("aliased")] == "Alias 00" and want[iri("tied")] == min(ties) == "Zeta"
+    assert want[iri("abroad")] == min(f"Fern {tag}" for tag in OTHER_LANGS) and want[iri("mixed")] == "Mixed"
+    for english_only in (False, True):
+        remote = SparqlGraph(spec, prepared=prepared, memo=False)
+        try:
+            remote._name_terms()  # (the name predicates and languages the KG uses: asked once)
+            assert remote._multilingual  # the 299 languages are in any sample of the KG's names
+            if english_only:  # as a KG whose sampled names were all English is judged
+                remote._multilingual = False
+            rows = _counting(remote)
+            assert remote.labels(ids) == want
+            # a row a node and predicate and rank ("mixed": two English, and its others unless filtered)
+            assert sum(rows) <= 2 * len(named), (english_only, rows)
+            rows.clear()
+            assert remote.topic_labels(ids) == want
+            assert sum(rows) < 20, (english_only, rows)  # (with their relations: one a node)
+            rows.clear()
+            assert {c.node.id: c.node.name for c in remote.expand(moors)} == \
+                {c.node.id: c.node.name for c in local.expand(moors)} == want
+            assert rows[0] <= 2 * len(named), (english_only, rows)  # the page: not 40 or 299 rows a neighbour
+        finally:
+            remote.close()
+
+
 def test_the_endpoint_reads_typed_values_as_the_embedded_store_does(endpoint, tmp_path):
     """``test_backends.py``'s typed values, written as a file may write them:
     Virtuoso keeps them in canonical form as Oxigraph does."""
@@ -1170,13 +1223,15 @@ SELECT ?k ?po ?pi ?n WHERE {
 }""",
         {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/b'}),
     "labels": ("""\
-SELECT ?k ?np ?name WHERE { { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  BIND(0 AS ?k) }
-    UNION { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  BIND(1 AS ?k) } }""",
+SELECT ?k ?np ?rank (MIN(STR(?label)) AS ?name) WHERE { { { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?np ?label . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  BIND(0 AS ?k) }
+    UNION { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?np ?label . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  BIND(1 AS ?k) } } BIND(IF(LANG(?label) = "", 2, IF(LCASE(LANG(?label)) = "en", 0, IF(STRSTARTS(LCASE(LANG(?label)), "en-"), 1, 3))) AS ?rank) }
+GROUP BY ?k ?np ?rank""",
         {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/b'}),
     "topics": ("""\
-SELECT ?k ?np ?name ?po ?pi ?n WHERE {
-  { { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  BIND(0 AS ?k) }
-    UNION { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  BIND(1 AS ?k) } }
+SELECT ?k ?np ?rank ?name ?po ?pi ?n WHERE {
+  { SELECT ?k ?np ?rank (MIN(STR(?label)) AS ?name) WHERE {
+      { { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?np ?label . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  BIND(0 AS ?k) }
+    UNION { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?np ?label . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  BIND(1 AS ?k) } } BIND(IF(LANG(?label) = "", 2, IF(LCASE(LANG(?label)) = "en", 0, IF(STRSTARTS(LCASE(LANG(?label)), "en-"), 1, 3))) AS ?rank) } GROUP BY ?k ?np ?rank }
   UNION
   { SELECT ?k ?po (COUNT(*) AS ?n) WHERE { { { SELECT ?po WHERE { `bif:iri_to_id(bif:http_param('tog0'), 0)` ?po ?x . } LIMIT 10000 } BIND(0 AS ?k) }
     UNION { { SELECT ?po WHERE { `bif:iri_to_id(bif:http_param('tog1'), 0)` ?po ?x . } LIMIT 10000 } BIND(1 AS ?k) } } GROUP BY ?k ?po }
@@ -1186,7 +1241,7 @@ SELECT ?k ?np ?name ?po ?pi ?n WHERE {
 }""",
         {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/b'}),
     "page": ("""\
-SELECT ?i ?x ?np ?name (SAMPLE(?names_it) AS ?other) WHERE {
+SELECT ?i ?x ?np ?rank (MIN(STR(?label)) AS ?name) (SAMPLE(?names_it) AS ?other) WHERE {
   { { { SELECT ?x WHERE { `bif:iri_to_id(bif:http_param('tog0'), 0)` `bif:iri_to_id(bif:http_param('tog1'), 0)` ?x . FILTER(!isBlank(?x)) }
     ORDER BY (IF(isIRI(?x), SHA1(bif:__box_flags_tweak(STR(?x), 2)), ""))
     LIMIT 4 OFFSET 0 }
@@ -1198,22 +1253,24 @@ SELECT ?i ?x ?np ?name (SAMPLE(?names_it) AS ?other) WHERE {
     LIMIT 4 OFFSET 0 }
   BIND(1 AS ?i) }
  }
-  OPTIONAL { ?x ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  }
+  OPTIONAL { ?x ?np ?label . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  }
   
+  BIND(IF(LANG(?label) = "", 2, IF(LCASE(LANG(?label)) = "en", 0, IF(STRSTARTS(LCASE(LANG(?label)), "en-"), 1, 3))) AS ?rank)
 }
-GROUP BY ?i ?x ?np ?name""",
+GROUP BY ?i ?x ?np ?rank""",
         {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/r', 'tog2': 'http://example.org/b', 'tog3': 'http://example.org/r'}),
     "page of a big pair": ("""\
-SELECT ?i ?x ?np ?name (SAMPLE(?names_it) AS ?other) WHERE {
+SELECT ?i ?x ?np ?rank (MIN(STR(?label)) AS ?name) (SAMPLE(?names_it) AS ?other) WHERE {
   { { { SELECT ?x WHERE { `bif:iri_to_id(bif:http_param('tog0'), 0)` <http://example.org/r> ?x . FILTER(!isBlank(?x)) }
     ORDER BY (IF(isIRI(?x), SHA1(bif:__box_flags_tweak(STR(?x), 2)), ""))
     LIMIT 13 OFFSET 0 }
   BIND(0 AS ?i) }
  }
-  OPTIONAL { ?x ?np ?name . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  }
+  OPTIONAL { ?x ?np ?label . VALUES (?np) { (<http://www.w3.org/2000/01/rdf-schema#label>) }  }
   
+  BIND(IF(LANG(?label) = "", 2, IF(LCASE(LANG(?label)) = "en", 0, IF(STRSTARTS(LCASE(LANG(?label)), "en-"), 1, 3))) AS ?rank)
 }
-GROUP BY ?i ?x ?np ?name""",
+GROUP BY ?i ?x ?np ?rank""",
         {'tog0': 'http://example.org/a', 'tog1': 'http://example.org/r'}),
     "schema_tails_out": ("""\
 SELECT ?k ?n WHERE {

@@ -61,7 +61,11 @@ def name_rank(lang: str | None, order: int) -> int:
 def shown_rank(lang: str | None, order: int) -> int | None:
     """``name_rank`` of a name the embedded store keeps to show a node by
     (English or untagged: SHOWN_RANK); None for a name in another language."""
-    rank = lang_rank(lang)
+    return ranked_shown(lang_rank(lang), order)
+
+
+def ranked_shown(rank: int, order: int) -> int | None:
+    """``shown_rank`` of a name whose language's ``lang_rank`` is ``rank``."""
     return rank * 100 + order if rank < SHOWN_RANK else None
 
 

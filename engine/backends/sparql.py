@@ -85,7 +85,7 @@ from engine.backends.common import (
     sample_key,
     select_candidates,
 )
-from engine.backends.sparql_reads import UNION_BATCH, Degrees, SparqlReads, node_id, place_of
+from engine.backends.sparql_reads import RANK, UNION_BATCH, Degrees, NameTerm, SparqlReads, node_id, place_of
 from engine.errors import StoreError
 from engine.graph import (
     CANDIDATE_WINDOW,
@@ -487,8 +487,8 @@ class SparqlGraph(SparqlReads):
         else:
             entities = sparql_values([(ox.NamedNode(i),) for i in iris])
             rows = self._select(render("topics", entities=entities, names=sparql_values(self._name_terms()),
-                                       only=self.only(True)))
-        name_rows = [(r["e"].value, r["np"].value, r["name"]) for r in rows if r["name"] is not None]
+                                       only=self.only(True), rank=RANK))
+        name_rows = [(r["e"].value, r["np"], r["rank"], r["name"]) for r in rows if r["name"] is not None]
         around = self._relations_from((r for r in rows if r["po"] is not None or r["pi"] is not None), iris)
         if len(self._ahead) > AHEAD_MAX:  # topics of questions that never got to search
             self._ahead.clear()
@@ -538,7 +538,7 @@ class SparqlGraph(SparqlReads):
     def _names(self, iris: Sequence[str], shown: bool) -> dict[str, str]:
         if not self._prepare(iris):
             return super()._names(iris, shown)
-        return self._pick_names((r["e"].value, r["np"].value, r["name"])
+        return self._pick_names((r["e"].value, r["np"], r["rank"], r["name"])
                                 for r in self._slot_rows("labels" if shown else "labels_all", iris))
 
     # -- prepared queries (Virtuoso) --------------------------------------------
@@ -584,9 +584,9 @@ class SparqlGraph(SparqlReads):
                 text = render("prepared_hub_relations", out=branches("prepared_counted_out"),
                               **{"in": branches("prepared_counted_in")})
             elif kind == "topics":
-                text = render("prepared_topics", named=named(), **around())
+                text = render("prepared_topics", named=named(), rank=RANK, **around())
             elif kind in ("labels", "labels_all"):
-                text = render("prepared_labels", named=named(kind == "labels"))
+                text = render("prepared_labels", named=named(kind == "labels"), rank=RANK)
             elif kind == "schema_around":
                 text = render("prepared_schema_around", branches=branches(
                     "prepared_schema_around_out", "prepared_schema_around_in", limit=SCHEMA_EDGES))
@@ -721,7 +721,7 @@ class SparqlGraph(SparqlReads):
         seen: dict[tuple[str, Relation], dict[str, ox.NamedNode | ox.Literal]] = {p: {} for p in pairs}
         caps: dict[tuple[str, Relation], int] = {}
         unordered: dict[tuple[str, Relation], int] = {}  # what the endpoint cannot order (first)
-        name_rows: list[tuple[str, str, ox.Literal]] = []
+        name_rows: list[tuple[str, NameTerm, NameTerm, NameTerm]] = []  # (id, ?np, ?rank, ?name)
         names: dict[str, str] = {}
         other_names: dict[str, str] = {}  # of neighbours with no English or untagged name, asked again
         asked_all: set[str] = set()
@@ -742,7 +742,7 @@ class SparqlGraph(SparqlReads):
                     xid = node_id(x)
                     got[pair][xid] = x
                     if row["name"] is not None:
-                        name_rows.append((xid, row["np"].value, row["name"]))
+                        name_rows.append((xid, row["np"], row["rank"], row["name"]))
                     elif row["other"] is not None and xid not in asked_all:
                         elsewhere.add(xid)
             names = self._pick_names(name_rows)
@@ -813,9 +813,11 @@ class SparqlGraph(SparqlReads):
     def _page_names(self) -> dict[str, str]:
         """How a page asks for its neighbours' names: all of them, or in a KG
         with names in other languages than English the names they are shown
-        by, and whether a neighbour without one has others (``?other``)."""
+        by, and whether a neighbour without one has others (``?other``);
+        the lowest of each predicate and language rank (``name_rank.rq``)."""
         only = self.only(True)
-        return {"only": only, "other": render("shown_other", names=sparql_values(self._name_terms())) if only else ""}
+        return {"only": only, "other": render("shown_other", names=sparql_values(self._name_terms())) if only else "",
+                "rank": RANK}
 
     def _page_query(self, part: Sequence[tuple[str, Relation]], pages: dict
                     ) -> tuple[str, list[tuple[str, str]], Sequence[tuple[str, Relation] | None]]:

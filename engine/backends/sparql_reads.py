@@ -44,14 +44,16 @@ UNION_BATCH = 64  # branches per query that joins a batch by UNION
 LANGUAGE_SAMPLE = 500  # names whose languages tell whether the KG names things in other languages
 NAMES_AN_ENTITY = 20  # name rows read per entity `named_entities` wants (a node may have one a language)
 Degrees = dict[tuple[str, Direction], dict[str, int]]  # (entity, direction) -> {relation: degree}
+NameTerm = ox.NamedNode | ox.Literal | None  # a term of a name lookup's row (``?np``, ``?rank``, ``?name``)
 
 
-def lang_rank_of(term: object) -> int:
-    """Lower is better: English, then no language, then anything else (9: not a literal)."""
-    return lang_rank(term.language) if isinstance(term, ox.Literal) else 9
+def fragment(name: str) -> str:
+    """A ``sparql/`` fragment that goes inside other queries, without its comments."""
+    return "\n".join(line for line in sparql(name).splitlines() if line and not line.startswith("#"))
 
 
-_SHOWN_ONLY = "\n".join(line for line in sparql("shown_only").splitlines() if line and not line.startswith("#"))
+_SHOWN_ONLY = fragment("shown_only")
+RANK = fragment("name_rank")  # the GROUP BY key of name lookups: a name's language rank
 
 
 def node_id(term: ox.NamedNode | ox.Literal | ox.BlankNode) -> str:
@@ -132,18 +134,20 @@ class SparqlReads(KnowledgeGraph):
         self._name_terms()
         return _SHOWN_ONLY if shown and self._multilingual else ""
 
-    def _pick_names(self, rows: Iterable[tuple[str, str | None, object]]) -> dict[str, str]:
-        """Best name per id from (id, name predicate, literal) rows: English
-        first, then the order of the name predicates, then the lower text
-        (``common.name_rank``: whatever order the rows come in)."""
+    def _pick_names(self, rows: Iterable[tuple[str, NameTerm, NameTerm, NameTerm]]) -> dict[str, str]:
+        """Best name per id from (id, name predicate, language rank, text)
+        rows, the terms of a lookup grouped by predicate and ``name_rank.rq``
+        (None where unbound): English first, then the order of the name
+        predicates, then the lower text (``common.name_rank``: whatever
+        order the rows come in)."""
         order = {p: i for i, p in enumerate(self.name_predicates)}
         best: dict[str, tuple[tuple[int, int, str], str]] = {}
-        for key, pred, lit in rows:
-            if not isinstance(lit, ox.Literal) or pred is None:
+        for key, pred, rank, text in rows:
+            if pred is None or rank is None or text is None:
                 continue
-            rank = (lang_rank_of(lit), order.get(pred, 99), lit.value)
-            if key not in best or rank < best[key][0]:
-                best[key] = (rank, lit.value)
+            sort = (int(rank.value), order.get(pred.value, 99), text.value)
+            if key not in best or sort < best[key][0]:
+                best[key] = (sort, text.value)
         return {k: v[1] for k, v in best.items()}
 
     def labels(self, ids: Sequence[str]) -> dict[str, str]:
@@ -166,9 +170,9 @@ class SparqlReads(KnowledgeGraph):
         is shown by (``shown``) or from all of its names."""
         out: dict[str, str] = {}
         for part in chunks(iris, BATCH):
-            text = render("labels", entities=iri_rows(part), names=values(self._name_terms()), only=self.only(shown))
-            out.update(self._pick_names((r["e"].value, r["np"].value, r["name"]) for r in self._select(text)
-                                        if r["np"] is not None))
+            text = render("labels", entities=iri_rows(part), names=values(self._name_terms()), only=self.only(shown),
+                          rank=RANK)
+            out.update(self._pick_names((r["e"].value, r["np"], r["rank"], r["name"]) for r in self._select(text)))
         return out
 
     def topic_labels(self, ids: Sequence[str]) -> dict[str, str]:

@@ -45,6 +45,7 @@ from engine.backends.common import (
     label_relations,
     look_through,
     nothing_behind,
+    ranked_shown,
     sample_key,
     sample_serves,
     select_candidates,
@@ -60,7 +61,16 @@ from engine.backends.oxigraph.summaries import (
     build,
     sample_big,
 )
-from engine.backends.sparql_reads import BATCH, UNION_BATCH, SparqlReads, iri_rows, iri_term, node_id, values
+from engine.backends.sparql_reads import (
+    BATCH,
+    RANK,
+    UNION_BATCH,
+    SparqlReads,
+    iri_rows,
+    iri_term,
+    node_id,
+    values,
+)
 from engine.graph import (
     CANDIDATE_WINDOW,
     DEFAULT_POLICY,
@@ -401,12 +411,12 @@ class OxigraphKG(SparqlReads):
         order = {p: i for i, p in enumerate(self.name_predicates)}
         rows = []
         for part in chunks(entities, BATCH):
-            text = render("labels", entities=iri_rows(part), names=values(self._name_terms()), only=self.only(True))
-            for r in self._select(text):
-                name = r["name"]
-                if r["np"] is not None and isinstance(name, ox.Literal) \
-                        and (rank := shown_rank(name.language, order.get(r["np"].value, 99))) is not None:
-                    rows.append((r["e"].value, rank, name.value))
+            text = render("labels", entities=iri_rows(part), names=values(self._name_terms()), only=self.only(True),
+                          rank=RANK)
+            for r in self._select(text):  # (the lowest name of each predicate and language rank: enough)
+                if r["rank"] is not None and (rank := ranked_shown(int(r["rank"].value),
+                                                                   order.get(r["np"].value, 99))) is not None:
+                    rows.append((r["e"].value, rank, r["name"].value))
         self.db.index.reshow(entities, rows, "kg")
 
     # -- the rest ------------------------------------------------------------------
