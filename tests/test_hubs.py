@@ -639,7 +639,9 @@ def test_neo4j_samples_the_biggest_pairs_at_load_as_the_embedded_store_does(neo4
     sorts it then), the same sample as the embedded store's; a later load
     samples the pairs it grows past SORT_MAX (around what it touched); a
     database without the record (an older tog's, an offline import) gets
-    them from its first crowded expansion, once. No question sorts one."""
+    them from its first crowded expansion, once. No question sorts one, not
+    while a load runs; a load killed before its end leaves no sample the next
+    load follows, and no schema of a half-loaded KG outlives a load."""
     from conftest import open_spec
 
     from engine.backends.neo4j import kg as neo4j_kg
@@ -706,6 +708,30 @@ def test_neo4j_samples_the_biggest_pairs_at_load_as_the_embedded_store_does(neo4
     monkeypatch.setattr(neo4j_sink, "KEEP_MAX", 2)
     load_file(store.need_sink(), write_nt(tmp_path / "one.nt", [f"<{iri('big')}> <{s_}> <{iri('y-one')}> ."]))
     assert set(kept(store)) == {big, small, sink} and kept(store)[sink] == embedded["more.nt"][sink]
+    # while such a load runs, the samples stay until its end: a question sorts no pair (its start forgot
+    # them before, and each question sorted the big pairs it met until the load ended)
+    from engine.backends.neo4j.sink import Neo4jSink
+
+    killed = Neo4jSink(store.kg.session)
+    killed.begin()
+    kg = Neo4jKG(store.kg.session)
+    assert [c.node.id for c in kg.expand([(iri("big"), Relation(r, "out"))], limit=5)] == found
+    assert kg.made["crowded_pairs"] == 0
+    # it is killed after a question kept a sample of a half-loaded KG (here: one neighbour short); the next
+    # load, which could follow the kept samples, must not: its end samples every big pair again
+    degree, sample = kept(store)[sink]
+    store.kg.session.run("sample_save", write=True, key=sample_id(sink), degree=degree - 1, sample=sample[1:])
+    killed._writers.shutdown()
+    monkeypatch.setattr(neo4j_sink, "KEEP_MAX", 100_000)
+    load_file(store.need_sink(), write_nt(tmp_path / "two.nt", [f"<{iri('big')}> <{s_}> <{iri('y-two')}> ."]))
+    assert kept(store)[sink] == embedded["more.nt"][sink]
+    # a load that follows the samples forgets at its end the look-ahead schema questions made meanwhile
+    following = Neo4jSink(store.kg.session)
+    following.begin()
+    Neo4jKG(store.kg.session).schema.after([Relation(r, "out")])
+    assert store.kg.session.run("summaries_count")[0]["schema"] == 1
+    following.end()
+    assert store.kg.session.run("summaries_count")[0]["schema"] == 0 and set(kept(store)) == {big, small, sink}
 
 
 def test_the_hub_tally_stays_small_and_misses_no_hub(monkeypatch):

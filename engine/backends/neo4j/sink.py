@@ -63,7 +63,7 @@ MAX_TERM_BYTES = 8000
 KEEP_MAX = 100_000  # kept crowded-pair samples a load follows (past that it forgets them all)
 NOTED_MAX = 100_000  # neighbours of kept pairs a load notes (past that it forgets their samples)
 TOUCHED_MAX = 500_000  # entities a load follows for its biggest pairs (past that, the whole KG's are looked at)
-PENDING = "samples_pending"  # setting: a load follows the kept samples and has not merged into them
+PENDING = "samples_pending"  # setting: a load began and has not ended (its end merges or forgets the samples)
 
 
 def literal_parts(term: ox.Literal) -> list:
@@ -219,10 +219,12 @@ class Neo4jSink(PendingWrites):
         self._node_ids = {}
         notes, self._notes = self._notes, None
         try:
-            if notes is None:  # what questions asked meanwhile made of a half-loaded database
+            if notes is None:  # the samples the load did not follow, and those questions made meanwhile
                 self.session.run_batched("summaries_clear")
+                self.session.run("setting_set", write=True, key=PENDING, value="false")
             else:
                 self.session.write_tx(notes.apply)
+                self.session.run_batched("schema_clear")  # (what questions made of a half-loaded KG)
                 self.samples_merged += notes.merged
         except StoreError:
             pass  # the connection is gone: the load has failed already, and its re-run clears them
@@ -231,20 +233,22 @@ class Neo4jSink(PendingWrites):
         """The look-ahead schema is forgotten (it is remade when needed); the
         kept crowded-pair samples are followed, to be merged with what the
         load writes when it ends (``_SampleNotes``), unless there are more
-        than KEEP_MAX or a load that followed them never ended: then they
-        are forgotten too, and the load's end samples every big pair again."""
+        than KEEP_MAX or a load that began before never ended: then the
+        load's end forgets them and samples every big pair again. Either way
+        they stay until then: questions meanwhile read them as they were
+        rather than have the server sort a hub's pair. ``PENDING`` says a
+        load began and has not ended, so the next load does not follow
+        samples that may not match the KG."""
         session = self.session
-        kept = session.run("summaries_count")[0]["samples"]
-        if not kept or kept > KEEP_MAX or session.setting(PENDING, False):
-            session.run_batched("summaries_clear")
-            if kept:  # the big pairs of hubs the load does not touch lost theirs too: its end samples them all
-                self._touched = None
-            session.run("setting_set", write=True, key=PENDING, value="false")
-            return None
         session.run_batched("schema_clear")
-        notes = _SampleNotes({row["key"] for row in session.run("samples_kept")})
+        kept = session.run("summaries_count")[0]["samples"]
+        followed = bool(kept) and kept <= KEEP_MAX and not session.setting(PENDING, False)
         session.run("setting_set", write=True, key=PENDING, value="true")
-        return notes
+        if not followed:
+            if kept:  # the big pairs of hubs the load does not touch lose theirs too: its end samples them all
+                self._touched = None
+            return None
+        return _SampleNotes({row["key"] for row in session.run("samples_kept")})
 
     def summarise(self, progress: bool = False) -> dict | None:
         """Little to build: a hub's relations and degrees come from Neo4j's
