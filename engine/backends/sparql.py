@@ -85,7 +85,16 @@ from engine.backends.common import (
     sample_key,
     select_candidates,
 )
-from engine.backends.sparql_reads import RANK, UNION_BATCH, Degrees, NameTerm, SparqlReads, node_id, place_of
+from engine.backends.sparql_reads import (
+    RANK,
+    UNION_BATCH,
+    Degrees,
+    NameRow,
+    SparqlReads,
+    name_row,
+    node_id,
+    place_of,
+)
 from engine.errors import StoreError
 from engine.graph import (
     CANDIDATE_WINDOW,
@@ -488,7 +497,7 @@ class SparqlGraph(SparqlReads):
             entities = sparql_values([(ox.NamedNode(i),) for i in iris])
             rows = self._select(render("topics", entities=entities, names=sparql_values(self._name_terms()),
                                        only=self.only(True), rank=RANK))
-        name_rows = [(r["e"].value, r["np"], r["rank"], r["name"]) for r in rows if r["name"] is not None]
+        name_rows = [(r["e"].value, name_row(r)) for r in rows if r["name"] is not None]
         around = self._relations_from((r for r in rows if r["po"] is not None or r["pi"] is not None), iris)
         if len(self._ahead) > AHEAD_MAX:  # topics of questions that never got to search
             self._ahead.clear()
@@ -538,7 +547,7 @@ class SparqlGraph(SparqlReads):
     def _names(self, iris: Sequence[str], shown: bool) -> dict[str, str]:
         if not self._prepare(iris):
             return super()._names(iris, shown)
-        return self._pick_names((r["e"].value, r["np"], r["rank"], r["name"])
+        return self._pick_names((r["e"].value, name_row(r))
                                 for r in self._slot_rows("labels" if shown else "labels_all", iris))
 
     # -- prepared queries (Virtuoso) --------------------------------------------
@@ -721,7 +730,7 @@ class SparqlGraph(SparqlReads):
         seen: dict[tuple[str, Relation], dict[str, ox.NamedNode | ox.Literal]] = {p: {} for p in pairs}
         caps: dict[tuple[str, Relation], int] = {}
         unordered: dict[tuple[str, Relation], int] = {}  # what the endpoint cannot order (first)
-        name_rows: list[tuple[str, NameTerm, NameTerm, NameTerm]] = []  # (id, ?np, ?rank, ?name)
+        name_rows: list[tuple[str, NameRow | None]] = []
         names: dict[str, str] = {}
         other_names: dict[str, str] = {}  # of neighbours with no English or untagged name, asked again
         asked_all: set[str] = set()
@@ -741,8 +750,8 @@ class SparqlGraph(SparqlReads):
                     x = row["x"]
                     xid = node_id(x)
                     got[pair][xid] = x
-                    if row["name"] is not None:
-                        name_rows.append((xid, row["np"], row["rank"], row["name"]))
+                    if row["np"] is not None:
+                        name_rows.append((xid, name_row(row)))
                     elif row["other"] is not None and xid not in asked_all:
                         elsewhere.add(xid)
             names = self._pick_names(name_rows)
@@ -816,8 +825,10 @@ class SparqlGraph(SparqlReads):
         by, and whether a neighbour without one has others (``?other``);
         the lowest of each predicate and language rank (``name_rank.rq``)."""
         only = self.only(True)
+        grouped = self.names_repeat()
         return {"only": only, "other": render("shown_other", names=sparql_values(self._name_terms())) if only else "",
-                "rank": RANK}
+                "picked": "?rank (MIN(STR(?label)) AS ?name)" if grouped else "?label",
+                "rank": f"BIND({RANK} AS ?rank)" if grouped else "", "by": "?rank" if grouped else "?label"}
 
     def _page_query(self, part: Sequence[tuple[str, Relation]], pages: dict
                     ) -> tuple[str, list[tuple[str, str]], Sequence[tuple[str, Relation] | None]]:

@@ -44,7 +44,7 @@ UNION_BATCH = 64  # branches per query that joins a batch by UNION
 LANGUAGE_SAMPLE = 500  # names whose languages tell whether the KG names things in other languages
 NAMES_AN_ENTITY = 20  # name rows read per entity `named_entities` wants (a node may have one a language)
 Degrees = dict[tuple[str, Direction], dict[str, int]]  # (entity, direction) -> {relation: degree}
-NameTerm = ox.NamedNode | ox.Literal | None  # a term of a name lookup's row (``?np``, ``?rank``, ``?name``)
+NameRow = tuple[ox.NamedNode, int, ox.Literal]  # a name lookup's row: predicate, language rank, name (``name_row``)
 
 
 def fragment(name: str) -> str:
@@ -54,6 +54,20 @@ def fragment(name: str) -> str:
 
 _SHOWN_ONLY = fragment("shown_only")
 RANK = fragment("name_rank")  # the GROUP BY key of name lookups: a name's language rank
+
+
+def name_row(row) -> NameRow | None:
+    """(predicate, language rank, name) of a name lookup's row: grouped by
+    predicate and rank (``?rank``, name_rank.rq, and the lowest ``?name``)
+    or one name a row (``?label``, ranked here); None without a literal name
+    (a node without names can come with a rank: Virtuoso ranks an unbound
+    name as untagged)."""
+    pred, rank, name, label = row["np"], row["rank"], row["name"], row["label"]
+    if pred is None:
+        return None
+    if rank is not None:
+        return (pred, int(rank.value), name) if name is not None else None
+    return (pred, lang_rank(label.language), label) if isinstance(label, ox.Literal) else None
 
 
 def node_id(term: ox.NamedNode | ox.Literal | ox.BlankNode) -> str:
@@ -99,6 +113,7 @@ class SparqlReads(KnowledgeGraph):
         self._relation_labels: dict[str, str | None] = {}
         self._used_names: tuple[object, list[tuple[ox.NamedNode]]] | None = None
         self._multilingual = False  # names in other languages than English among a sample (``_name_terms``)
+        self._names_repeat = False  # ``names_repeat``
 
     # -- what a subclass provides ---------------------------------------------
     @property
@@ -124,7 +139,19 @@ class SparqlReads(KnowledgeGraph):
             used = {r["np"].value for r in rows if r["np"] is not None}
             self._used_names = (generation, [t for t in terms if t[0].value in used] or terms)
             self._multilingual = any(lang_rank(r["lang"].value) >= SHOWN_RANK for r in rows if r["lang"] is not None)
+            sampled = [(r["s"], r["p"]) for r in rows if r["p"] is not None]
+            self._names_repeat = self._multilingual or len(used) > 1 or len(set(sampled)) < len(sampled)
         return self._used_names[1]
+
+    def names_repeat(self) -> bool:
+        """Whether a node may have several names under one name predicate and
+        language rank, judged from the sample ``_name_terms`` reads (names in
+        other languages, more than one name predicate in use, or a sampled
+        node named twice under one): only then does a page group its
+        neighbours' names (``name_rank.rq``), which costs Virtuoso about a
+        fifth more a page where each node has one name."""
+        self._name_terms()
+        return self._names_repeat
 
     def only(self, shown: bool) -> str:
         """The filter that keeps the names a node is shown by
@@ -134,20 +161,19 @@ class SparqlReads(KnowledgeGraph):
         self._name_terms()
         return _SHOWN_ONLY if shown and self._multilingual else ""
 
-    def _pick_names(self, rows: Iterable[tuple[str, NameTerm, NameTerm, NameTerm]]) -> dict[str, str]:
-        """Best name per id from (id, name predicate, language rank, text)
-        rows, the terms of a lookup grouped by predicate and ``name_rank.rq``
-        (None where unbound): English first, then the order of the name
-        predicates, then the lower text (``common.name_rank``: whatever
-        order the rows come in)."""
+    def _pick_names(self, rows: Iterable[tuple[str, NameRow | None]]) -> dict[str, str]:
+        """Best name per id from (id, ``name_row``) pairs: English first, then
+        the order of the name predicates, then the lower text
+        (``common.name_rank``: whatever order the rows come in)."""
         order = {p: i for i, p in enumerate(self.name_predicates)}
         best: dict[str, tuple[tuple[int, int, str], str]] = {}
-        for key, pred, rank, text in rows:
-            if pred is None or rank is None or text is None:
+        for key, named in rows:
+            if named is None:
                 continue
-            sort = (int(rank.value), order.get(pred.value, 99), text.value)
+            pred, rank, name = named
+            sort = (rank, order.get(pred.value, 99), name.value)
             if key not in best or sort < best[key][0]:
-                best[key] = (sort, text.value)
+                best[key] = (sort, name.value)
         return {k: v[1] for k, v in best.items()}
 
     def labels(self, ids: Sequence[str]) -> dict[str, str]:
@@ -172,7 +198,7 @@ class SparqlReads(KnowledgeGraph):
         for part in chunks(iris, BATCH):
             text = render("labels", entities=iri_rows(part), names=values(self._name_terms()), only=self.only(shown),
                           rank=RANK)
-            out.update(self._pick_names((r["e"].value, r["np"], r["rank"], r["name"]) for r in self._select(text)))
+            out.update(self._pick_names((r["e"].value, name_row(r)) for r in self._select(text)))
         return out
 
     def topic_labels(self, ids: Sequence[str]) -> dict[str, str]:
