@@ -823,7 +823,8 @@ class SparqlGraph(SparqlReads):
         """How a page asks for its neighbours' names: all of them, or in a KG
         with names in other languages than English the names they are shown
         by, and whether a neighbour without one has others (``?other``);
-        the lowest of each predicate and language rank (``name_rank.rq``)."""
+        where names can repeat (``names_repeat``), the lowest of each
+        predicate and language rank (``name_rank.rq``), else each name."""
         only = self.only(True)
         grouped = self.names_repeat()
         return {"only": only, "other": render("shown_other", names=sparql_values(self._name_terms())) if only else "",

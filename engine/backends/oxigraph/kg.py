@@ -68,6 +68,7 @@ from engine.backends.sparql_reads import (
     SparqlReads,
     iri_rows,
     iri_term,
+    name_row,
     node_id,
     values,
 )
@@ -414,9 +415,9 @@ class OxigraphKG(SparqlReads):
             text = render("labels", entities=iri_rows(part), names=values(self._name_terms()), only=self.only(True),
                           rank=RANK)
             for r in self._select(text):  # (the lowest name of each predicate and language rank: enough)
-                if r["rank"] is not None and (rank := ranked_shown(int(r["rank"].value),
-                                                                   order.get(r["np"].value, 99))) is not None:
-                    rows.append((r["e"].value, rank, r["name"].value))
+                if (named := name_row(r)) is not None \
+                        and (rank := ranked_shown(named[1], order.get(named[0].value, 99))) is not None:
+                    rows.append((r["e"].value, rank, named[2].value))
         self.db.index.reshow(entities, rows, "kg")
 
     # -- the rest ------------------------------------------------------------------
