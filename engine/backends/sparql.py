@@ -735,6 +735,7 @@ class SparqlGraph(SparqlReads):
         other_names: dict[str, str] = {}  # of neighbours with no English or untagged name, asked again
         asked_all: set[str] = set()
         elsewhere: set[str] = set()
+        named_once: set[tuple] = set()  # (pair, neighbour, predicate, rank) of a name a page sent
         # pair -> (offset, size) of its next page; a pair known to be big gets its whole window at once,
         # for the server sorts all of it for every page (about 2 s for a million edges)
         todo = {pair: (0, CANDIDATE_WINDOW * limit if not over and _big(pair) else first)
@@ -751,7 +752,13 @@ class SparqlGraph(SparqlReads):
                     xid = node_id(x)
                     got[pair][xid] = x
                     if row["np"] is not None:
-                        name_rows.append((xid, name_row(row)))
+                        one = name_row(row)
+                        name_rows.append((xid, one))
+                        if one is not None and not self._names_repeat:  # a page of a name a row
+                            once = (pair, xid, one[0].value, one[1])
+                            if once in named_once:  # a node named twice under one predicate and rank
+                                self._names_repeat = True  # (the sample missed it): pages group from now on
+                            named_once.add(once)
                     elif row["other"] is not None and xid not in asked_all:
                         elsewhere.add(xid)
             names = self._pick_names(name_rows)

@@ -147,9 +147,10 @@ class SparqlReads(KnowledgeGraph):
         """Whether a node may have several names under one name predicate and
         language rank, judged from the sample ``_name_terms`` reads (names in
         other languages, more than one name predicate in use, or a sampled
-        node named twice under one): only then does a page group its
-        neighbours' names (``name_rank.rq``), which costs Virtuoso about a
-        fifth more a page where each node has one name."""
+        node named twice under one), or found by a page that sent a node's
+        names one a row: only then does a page group its neighbours' names
+        (``name_rank.rq``), which costs Virtuoso about a fifth more a page
+        where each node has one name."""
         self._name_terms()
         return self._names_repeat
 
