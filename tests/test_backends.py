@@ -582,8 +582,8 @@ def test_every_cypher_file_compiles_on_the_server(neo4j_store):
 
     import neo4j
 
+    from engine.backends.neo4j.kg import HUBS_GET, KG_DEGREE
     from engine.backends.neo4j.session import migrations
-
     from engine.queries import cypher_name, render_cypher
 
     names = [p.name[:-7] for p in resources.files("cypher").iterdir() if p.name.endswith(".cypher")]
@@ -592,7 +592,8 @@ def test_every_cypher_file_compiles_on_the_server(neo4j_store):
     odd = cypher_name("urn:tog:r:a `quoted` type")
     assembled = {
         "hub_relations": render_cypher("hub_relations", out_counts=render_cypher("hub_count_out", type=odd).strip(),
-                                       in_counts=render_cypher("hub_count_in", type=odd).strip()),
+                                       in_counts=render_cypher("hub_count_in", type=odd).strip(), degree=KG_DEGREE),
+        "hubs_get": HUBS_GET,
         "pair_degree": render_cypher("pair_degree", type=odd),
         **{name: render_cypher(name, type=odd) for name in (  # statements that read by one type
             "expand_out", "expand_in", "sample_out", "sample_in", "fact_exists", "fact_remove", "fact_add_entity",
@@ -603,7 +604,7 @@ def test_every_cypher_file_compiles_on_the_server(neo4j_store):
             render_cypher("relation_count_each", type=t).strip() for t in (odd, cypher_name("urn:tog:r:plain")))),
     }
     fragments = {"hub_count_out", "hub_count_in", "relation_count_each",  # compiled inside the statements above
-                 "schema_tails_out", "schema_tails_in"}
+                 "schema_tails_out", "schema_tails_in", "kg_degree"}
     kg = open_spec(neo4j_store).kg.session
     with kg.driver.session() as s:
         for name in names:

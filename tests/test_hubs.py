@@ -1246,9 +1246,9 @@ def test_neo4j_keeps_a_hub_s_counts_until_its_edges_change(neo4j_store, loaded_h
 
     base = {(LINKS.id, "out"): OUT, (BORN.id, "out"): 1, (LIKES.id, "in"): IN}
     assert kept() == 1 and listed() == base and counted == []  # counted by the load
-    from engine.queries import cypher
+    from engine.backends.neo4j.kg import HUBS_GET
 
-    assert _db_hits(neo4j_store, cypher("hubs_get"), checks[-1]) < 100  # its check: degrees, not the edges
+    assert _db_hits(neo4j_store, HUBS_GET, checks[-1]) < 100  # its check: degrees, not the edges
     new = (iri("new_rel"), "out")
     hub_, links = f"<{iri('hub')}>", f"<{LINKS.id}>"
     c = correct(store, [], [f"{hub_}|<{new[0]}>|<{iri('city')}>", f'{hub_}|<{new[0]}>|"1990"',  # a new type, a value

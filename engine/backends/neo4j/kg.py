@@ -78,7 +78,7 @@ from engine.graph import (
     literal_value,
     local_name,
 )
-from engine.queries import cypher_name, render_cypher
+from engine.queries import cypher, cypher_name, render_cypher
 
 BATCH = 2000  # rows per read statement
 HUB_EDGES = 1000  # edges in one direction past which an entity's relations are counted per type
@@ -89,6 +89,9 @@ BIG_PAIRS = "big_pairs_sampled"
 # setting: HUB_EDGES once every hub's relation counts were kept (a load's end keeps them; a database
 # without it, made by an older tog, has them counted before its first question uses them)
 HUBS_COUNTED = "hubs_counted"
+# a hub's KG degree each way, as the kept counts and the counts made now both check it
+KG_DEGREE = cypher("kg_degree").strip()
+HUBS_GET = render_cypher("hubs_get", degree=KG_DEGREE)
 log = logging.getLogger("tog")
 Key = tuple[str, str, str]  # (entity, relation, direction)
 
@@ -195,7 +198,7 @@ class Neo4jKG(KnowledgeGraph):
         self._load_end_made()
         out: dict[str, list[Relation]] = {}
         for part in chunks(hubs, BATCH):
-            for row in self._run("hubs_get", ids=list(part)):
+            for row in self._run_text(HUBS_GET, ids=list(part)):
                 out[row["e"]] = [Relation(t, d, degree=n) for t, d, n in zip(row["types"], row["dirs"], row["n"])]
         todo = [h for h in hubs if h not in out]
         counted, whole = self._count_hubs(todo)
@@ -220,7 +223,7 @@ class Neo4jKG(KnowledgeGraph):
         first: dict[str, tuple[int, int, int]] = {}  # hub -> (degree out, degree in, correction counter)
         for group in chunks(self.session.relationship_types() if hubs else [], TYPES_PER_COUNT):
             text = render_cypher(
-                "hub_relations",
+                "hub_relations", degree=KG_DEGREE,
                 out_counts=", ".join(render_cypher("hub_count_out", type=cypher_name(t)).strip() for t in group),
                 in_counts=", ".join(render_cypher("hub_count_in", type=cypher_name(t)).strip() for t in group))
             for part in chunks(hubs, BATCH):

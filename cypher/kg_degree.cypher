@@ -1,0 +1,2 @@
+COUNT { (e)-->() } AS out,
+     COUNT { (e)<--() } - COUNT { (e)<-[:AT]-() } - COUNT { (e)<-[:ABOUT]-() } AS in
