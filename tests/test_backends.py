@@ -582,7 +582,7 @@ def test_every_cypher_file_compiles_on_the_server(neo4j_store):
 
     import neo4j
 
-    from engine.backends.neo4j.kg import HUBS_GET, KG_DEGREE
+    from engine.backends.neo4j.kg import HUBS_GET, hub_relations_text
     from engine.backends.neo4j.session import migrations
     from engine.queries import cypher_name, render_cypher
 
@@ -591,8 +591,7 @@ def test_every_cypher_file_compiles_on_the_server(neo4j_store):
     # texts assembled from fragments, with a relation IRI that needs its quoting
     odd = cypher_name("urn:tog:r:a `quoted` type")
     assembled = {
-        "hub_relations": render_cypher("hub_relations", out_counts=render_cypher("hub_count_out", type=odd).strip(),
-                                       in_counts=render_cypher("hub_count_in", type=odd).strip(), degree=KG_DEGREE),
+        "hub_relations": hub_relations_text(["urn:tog:r:a `quoted` type"]),
         "hubs_get": HUBS_GET,
         "pair_degree": render_cypher("pair_degree", type=odd),
         **{name: render_cypher(name, type=odd) for name in (  # statements that read by one type
@@ -603,8 +602,8 @@ def test_every_cypher_file_compiles_on_the_server(neo4j_store):
         "relation_counts": render_cypher("relation_counts", counts=", ".join(
             render_cypher("relation_count_each", type=t).strip() for t in (odd, cypher_name("urn:tog:r:plain")))),
     }
-    fragments = {"hub_count_out", "hub_count_in", "relation_count_each",  # compiled inside the statements above
-                 "schema_tails_out", "schema_tails_in", "kg_degree"}
+    fragments = {"hub_count_out", "hub_count_in", "relation_count_each", "kg_degree",  # inside the ones above
+                 "schema_tails_out", "schema_tails_in"}
     kg = open_spec(neo4j_store).kg.session
     with kg.driver.session() as s:
         for name in names:

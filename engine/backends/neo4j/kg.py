@@ -96,6 +96,15 @@ log = logging.getLogger("tog")
 Key = tuple[str, str, str]  # (entity, relation, direction)
 
 
+def hub_relations_text(types: Sequence[str]) -> str:
+    """The statement that counts each of ``types`` each way around each of a
+    batch of hubs, with their KG degree (``hub_relations.cypher``)."""
+    return render_cypher(
+        "hub_relations", degree=KG_DEGREE,
+        out_counts=", ".join(render_cypher("hub_count_out", type=cypher_name(t)).strip() for t in types),
+        in_counts=", ".join(render_cypher("hub_count_in", type=cypher_name(t)).strip() for t in types))
+
+
 def load_end_state(session: Neo4jSession) -> str:
     """Whether the database has what a load's end makes (``sample_big``:
     its biggest pairs sampled past SORT_MAX, every hub counted): "made";
@@ -222,10 +231,7 @@ class Neo4jKG(KnowledgeGraph):
         counted: dict[str, list[Relation]] = {h: [] for h in hubs}
         first: dict[str, tuple[int, int, int]] = {}  # hub -> (degree out, degree in, correction counter)
         for group in chunks(self.session.relationship_types() if hubs else [], TYPES_PER_COUNT):
-            text = render_cypher(
-                "hub_relations", degree=KG_DEGREE,
-                out_counts=", ".join(render_cypher("hub_count_out", type=cypher_name(t)).strip() for t in group),
-                in_counts=", ".join(render_cypher("hub_count_in", type=cypher_name(t)).strip() for t in group))
+            text = hub_relations_text(group)
             for part in chunks(hubs, BATCH):
                 for row in self._run_text(text, ids=list(part)):
                     first.setdefault(row["e"], (row["out"], row["in"], row["edits"]))
