@@ -91,6 +91,7 @@ from engine.backends.sparql_reads import (
     Degrees,
     NameRow,
     SparqlReads,
+    keyed_rows,
     name_row,
     node_id,
     place_of,
@@ -494,8 +495,7 @@ class SparqlGraph(SparqlReads):
             rows = [r for r in rows if r["name"] is not None] + self._hubs_counted(
                 [r for r in rows if r["name"] is None], iris)
         else:
-            entities = sparql_values([(ox.NamedNode(i),) for i in iris])
-            rows = self._select(render("topics", entities=entities, names=sparql_values(self._name_terms()),
+            rows = self._select(render("topics", entities=keyed_rows(iris), names=sparql_values(self._name_terms()),
                                        only=self.only(True), rank=RANK))
         name_rows = [(r["e"].value, name_row(r)) for r in rows if r["name"] is not None]
         around = self._relations_from((r for r in rows if r["po"] is not None or r["pi"] is not None), iris)
