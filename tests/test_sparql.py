@@ -984,7 +984,7 @@ def test_a_listing_as_text_joins_its_batch_on_virtuoso_rather_than_testing_each_
     text. Virtuoso 7.2 makes an IN list of a VALUES block of one column of
     distinct IRIs and tests every edge it reads against all of them
     (``ONE_OF_THESE`` in its plan): at 10M, a batch of 395 entities ending
-    with five hubs took 5.5-7 s a direction, against 0.13-0.2 s joined. Each
+    with five hubs took 3.9-7.3 s a direction, against 0.13-0.21 s joined. Each
     entity goes with its place, which keeps the batch a join in the plan the
     server makes of the very texts sent; the answers are the embedded
     store's."""
