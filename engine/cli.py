@@ -125,14 +125,19 @@ def _open(store: str, create: bool = False, reading: bool = False):
     return opened
 
 
-def _note_cold(s) -> None:
-    """One line on stderr when the store's server started since its last warm-up."""
+def _note_server(s) -> None:
+    """One line on stderr each when the store's server started since its last
+    warm-up, and when a load into it has not finished."""
     from engine.text import printable
 
     started = s.warmth.cold_since() if s.warmth is not None else None
     if started:
         echo(f"note: {s.name} has not been warmed up since it started ({printable(started)}), so its first questions "
              f"pay its cold start (seconds); `tog warm --store {s.name}` takes that on instead", err=True)
+    if s.unfinished_load is not None and s.unfinished_load():
+        echo(f"note: a load into {s.name} has not finished (it is still running, or it stopped early: running it "
+             "again resumes it); answers may change once a load finishes, which brings the samples of crowded pairs "
+             "up to date", err=True)
 
 
 _BESIDE_WRITER: list[str] = []  # stores this process reads beside their writer (see _fail_cleanly)
@@ -421,7 +426,7 @@ def ask(question, store, topics, as_json, **options) -> None:
     """Answer QUESTION from the store, printing the supporting KG paths."""
     settings = _settings(options)
     with settings.open() as engine, _open(store, reading=not settings.record) as s:
-        _note_cold(s)
+        _note_server(s)
         result = engine.ask(s, question, topics)
     data = result.to_json()
     if as_json:
@@ -810,7 +815,7 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
         except ValueError as e:
             raise click.ClickException(f"--keep-runs: {e} (or `{KEEP_FOREVER}`)") from None
     with _settings(options).open(concurrency) as engine, _open(store) as s:
-        _note_cold(s)
+        _note_server(s)
         engine.adopt(s)
         if s.runs is not None:
             engine.tags = {"origin": "eval", "keep": keep_runs}

@@ -105,6 +105,13 @@ def hub_relations_text(types: Sequence[str]) -> str:
         in_counts=", ".join(render_cypher("hub_count_in", type=cypher_name(t)).strip() for t in types))
 
 
+def load_unfinished(session: Neo4jSession) -> bool:
+    """Whether a load began and has not finished: it runs, or it stopped
+    before its end (killed, or failed on a bad file), so that the samples of
+    the pairs it grew wait for a load's end (one statement)."""
+    return session.setting(BIG_PAIRS, None) == "pending"
+
+
 def load_end_state(session: Neo4jSession) -> str:
     """Whether the database has what a load's end makes (``sample_big``:
     its biggest pairs sampled past SORT_MAX, every hub counted): "made";
