@@ -28,7 +28,7 @@ from engine.backends.common import chunks, merged_sample, name_rank, sample_hash
 from engine.backends.neo4j.session import Neo4jSession
 from engine.errors import StoreError
 from engine.graph import stored_literal, stored_text
-from engine.queries import cypher
+from engine.queries import cypher, cypher_name, render_cypher
 from engine.store import LoadCheckpoint
 
 log = logging.getLogger("tog")
@@ -98,6 +98,14 @@ def split_quads(quads: Iterable[ox.Quad], name_predicates: Sequence[str]):
             entities.add(o.value)
             edges.append((s.value, p, o.value))
     return entities, name_rows, value_rows, edges, value_edges
+
+
+def edges_text(statement: str, rows: Sequence[tuple[str, str, str]]) -> str:
+    """The text of a load step that writes ``rows`` of edges: a merge's rows
+    are of one relation, whose type it names (load_edges_merge.cypher)."""
+    if statement == "load_edges_merge":
+        return render_cypher(statement, type=cypher_name(rows[0][1]))
+    return cypher(statement)
 
 
 class PendingWrites:
@@ -397,9 +405,16 @@ class _Chunk:
         """What the chunk writes, as (statement, rows) in order: its nodes,
         whose ids then address the edges, then the name keys."""
         keys = "load_name_keys_create" if self.kind == "create" else "load_name_keys"
+        if self.kind == "create":
+            edges = [("load_edges_create", part) for part in chunks(self.edges, WRITE_BATCH)]
+        else:  # a statement per relation: its type named in the text (load_edges_merge.cypher)
+            by_type: dict[str, list] = defaultdict(list)
+            for edge in self.edges:
+                by_type[edge[1]].append(edge)
+            edges = [("load_edges_merge", part) for rows in by_type.values() for part in chunks(rows, WRITE_BATCH)]
         return ([("load_entities", part) for part in chunks(self.entities, WRITE_BATCH)]
                 + [("load_values", part) for part in chunks(self.values, WRITE_BATCH)]
-                + [(f"load_edges_{self.kind}", part) for part in chunks(self.edges, WRITE_BATCH)]
+                + edges
                 + [(keys, part) for part in chunks(self.keys, WRITE_BATCH)])
 
     def write(self, tx, steps: Sequence[Step]) -> None:
@@ -415,7 +430,7 @@ class _Chunk:
                     got = tx.run(cypher(statement), rows=rows).single()["ids"]
                     nodes.update((rows[i][0], n) for i, n in got)
                 elif statement.startswith("load_edges"):
-                    tx.run(cypher(statement), rows=[(ids[s], p, ids[o]) for s, p, o in rows]).consume()
+                    tx.run(edges_text(statement, rows), rows=[(ids[s], p, ids[o]) for s, p, o in rows]).consume()
                 else:
                     tx.run(cypher(statement), rows=rows, source=self.source).consume()
         except Neo4jError as e:
