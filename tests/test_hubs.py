@@ -734,6 +734,48 @@ def test_neo4j_samples_the_biggest_pairs_at_load_as_the_embedded_store_does(neo4
     assert store.kg.session.run("summaries_count")[0]["schema"] == 0 and set(kept(store)) == {big, small, sink}
 
 
+@pytest.mark.neo4j
+def test_neo4j_reads_a_big_pair_an_unfinished_load_grew_by_its_first_window(neo4j_store, tmp_path, monkeypatch,
+                                                                           tog):
+    """A pair past SORT_MAX edges that a load grew has its sample made when
+    the load ends. Until then (the load runs, or it stopped early), a
+    question reads the pair's first window in the database's order, and
+    keeps nothing: it does not have the server sort the whole pair (1,700
+    edges here, against a window of 20)."""
+    from conftest import open_spec
+
+    from engine.backends.neo4j import kg as neo4j_kg
+    from engine.backends.neo4j.kg import Neo4jKG, sample_id
+
+    monkeypatch.setattr(neo4j_kg, "SORT_MAX", 1500)
+    r, hub = iri("r"), iri("hub")
+    xs = [iri(f"x{i}") for i in range(1700)]
+    named = [f'<{x}> <{RDFS_LABEL}> "Thing {i}" .' for i, x in enumerate(xs)]
+    assert tog("load", write_nt(tmp_path / "names.nt", named), "--store", neo4j_store, "--no-progress").exit_code == 0
+    # a load that stops on a bad line (--max-errors 0) after writing the pair's 1,700 edges
+    grow = write_nt(tmp_path / "grow.nt", [f"<{hub}> <{r}> <{x}> ." for x in xs] + ["not a triple"])
+    stopped = tog("load", grow, "--store", neo4j_store, "--no-progress", "--max-errors", "0")
+    assert stopped.exit_code != 0 and "biggest pairs" not in stopped.output, stopped.output
+    store = open_spec(neo4j_store)
+    assert store.kg.pair_degree(hub, r, "out") == 1700
+    kg = Neo4jKG(store.kg.session)
+    rows: list[int] = []
+    run_text = kg._run_text
+    monkeypatch.setattr(kg, "_run_text", lambda text, **params: rows.append(len(got := run_text(text, **params)))
+                        or got)
+    meanwhile = [c.node.id for c in kg.expand([(hub, Relation(r, "out"))], limit=5)]
+    assert len(meanwhile) == 5 and max(rows) <= 4 * 5 + 1, rows
+    assert kg.made["unsorted_pairs"] == 1 and kg.made["crowded_pairs"] == 0
+    assert not store.kg.session.run("samples_get", keys=[sample_id((hub, r, "out"))])
+    # a load that finishes samples it: the question reads the pair's first five in the sample order
+    done = tog("load", write_nt(tmp_path / "more.nt", [f"<{iri('a')}> <{r}> <{iri('b')}> ."]), "--store",
+               neo4j_store, "--no-progress")
+    assert done.exit_code == 0 and "biggest pairs: 1 of more than 1,500 edges sampled" in done.output, done.output
+    kg = Neo4jKG(store.kg.session)
+    after = [c.node.id for c in kg.expand([(hub, Relation(r, "out"))], limit=5)]
+    assert after == sorted(xs, key=sample_key)[:5] and kg.made == {"crowded_pairs": 0, "hubs": 0, "unsorted_pairs": 0}
+
+
 def test_the_hub_tally_stays_small_and_misses_no_hub(monkeypatch):
     """Lossy counting: with a round of pruning every 500 sampled lines, a
     stream of 300,000 lines about 100,000 entities keeps a few thousand

@@ -25,7 +25,8 @@ the node, all 449,022 of a hub's in-edges for a pair of 297.
   key (``sk``) once and kept in a ``(:TogSample)`` node, which corrections
   update in their own transaction and a load when it ends (``sink.py``);
   a pair past ``SORT_MAX`` edges is sorted when a load ends, not by a
-  question (:meth:`Neo4jKG.sample_big`);
+  question (:meth:`Neo4jKG.sample_big`): one a load that has not finished
+  grew is read by its first window in the database's order until then;
 - the look-ahead schema: a bounded sample of each relation's tails, the
   relations around them (what a tail's first edges show, a hub's counted
   per type; as on the embedded store), kept in ``(:TogSchema)`` nodes.
@@ -165,7 +166,9 @@ class Neo4jKG(KnowledgeGraph):
         self.meter = Meter()
         self.schema = Neo4jSchema(self)
         self._relation_labels: dict[str, str | None] = {}
-        self.made = {"crowded_pairs": 0, "hubs": 0}
+        # crowded pairs sampled (sorted by the server, kept), hubs counted, big pairs read unsorted
+        # while a load has not finished
+        self.made = {"crowded_pairs": 0, "hubs": 0, "unsorted_pairs": 0}
         self._checked = False  # whether what a load's end makes was looked for (once per object)
 
     def _run(self, name: str, **params) -> list:
@@ -288,18 +291,36 @@ class Neo4jKG(KnowledgeGraph):
     def _samples(self, pairs: Sequence[tuple[str, Relation]], window: int
                  ) -> dict[tuple[str, Relation], tuple[int, list[str]]]:
         """Each crowded pair's degree and first neighbours in sample order:
-        kept ones, or sorted by the server now (and kept)."""
+        kept ones, or sorted by the server now (and kept). While a load has
+        not finished (:func:`load_unfinished`), a pair past SORT_MAX edges
+        without a sample (the load grew it) is not sorted: its first
+        ``window`` neighbours in the database's order stand in for the
+        sample, kept by nobody, until the load's end samples it."""
         self._load_end_made()
         keys = {pair: (pair[0], pair[1].id, pair[1].direction) for pair in pairs}
         kept = {row["key"]: (row["degree"], list(row["sample"]))
                 for row in self._run("samples_get", keys=[sample_id(k) for k in keys.values()])}
         out = {}
+        unfinished: bool | None = None  # asked once, if a pair needs it
         for pair, key in keys.items():
             got = kept.get(sample_id(key))
             if got is None or not sample_serves(got[0], len(got[1]), window):
-                got = self._sample(key, max(window, SAMPLE_KEEP))
+                degree = self.pair_degree(*key)
+                if degree > SORT_MAX and (unfinished := load_unfinished(self.session)
+                                          if unfinished is None else unfinished):
+                    got = degree, self._first(key, window)
+                else:
+                    got = self._sample(key, max(window, SAMPLE_KEEP), degree)
             out[pair] = got
         return out
+
+    def _first(self, key: Key, n: int) -> list[str]:
+        """A pair's first ``n`` neighbours in the database's order (a bounded
+        read), in the sample order among themselves."""
+        entity, relation, direction = key
+        text = render_cypher(f"expand_{direction}", type=cypher_name(relation))
+        self.made["unsorted_pairs"] += 1
+        return sorted((row["x"] for row in self._run_text(text, pairs=one_plan([[entity, 0]]), n=n)), key=sample_key)
 
     def _load_end_made(self) -> None:
         """Once per object, before the first hub listing or crowded pair:
@@ -318,11 +339,14 @@ class Neo4jKG(KnowledgeGraph):
             log.info(f"{made['big_pairs_made']:,} pairs sampled, {self.made['hubs'] - hubs:,} hubs counted "
                      f"in {made['big_pairs_seconds']:,} s")
 
-    def _sample(self, key: Key, keep: int) -> tuple[int, list[str]]:
+    def _sample(self, key: Key, keep: int, degree: int | None = None) -> tuple[int, list[str]]:
+        """A pair's degree (counted now unless given) and its first ``keep``
+        neighbours in sample order, sorted by the server; kept."""
         entity, relation, direction = key
         text = render_cypher(f"sample_{direction}", type=cypher_name(relation))
         sample = [r["x"] for r in self._run_text(text, e=entity, keep=keep)]
-        degree = self.pair_degree(entity, relation, direction)
+        if degree is None:
+            degree = self.pair_degree(entity, relation, direction)
         self.session.run("sample_save", write=True, key=sample_id(key), degree=degree, sample=sample)
         self.made["crowded_pairs"] += 1
         return degree, sample
