@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Collection, Sequence
 from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -75,6 +76,7 @@ class Neo4jSession:
             user, password = parts.username, parts.password or ""
             parts = parts._replace(netloc=(parts.hostname or "") + (f":{parts.port}" if parts.port else ""))
         self.uri = urlunsplit(parts)  # without credentials: safe to print
+        self.retry_seconds = retry_seconds if retry_seconds is not None else _retry_seconds()
         self.database = database or None
         self.nx = nx
         self._name_predicates: tuple[str, ...] | None = None
@@ -82,7 +84,7 @@ class Neo4jSession:
             self.driver = neo4j.GraphDatabase.driver(
                 self.uri, auth=(user or "neo4j", password or ""),
                 connection_timeout=connect_timeout,
-                max_transaction_retry_time=retry_seconds if retry_seconds is not None else _retry_seconds(),
+                max_transaction_retry_time=self.retry_seconds,
                 connection_acquisition_timeout=connect_timeout, notifications_min_severity="OFF")
             self.driver.verify_connectivity()
         except nx.AuthError:
@@ -144,12 +146,33 @@ class Neo4jSession:
         except (self.nx.DriverError, self.nx.Neo4jError, OSError) as e:
             raise self.error(e) from e
 
-    def write_tx(self, work: Callable[[Any], None]) -> None:
-        """``work(tx)`` in one write transaction, retried on transient errors."""
+    def write_tx(self, work: Callable[[Any], None], *, refusals: Collection[str] = ()) -> None:
+        """``work(tx)`` in one write transaction, retried on transient errors
+        (the driver's way: for ``retry_seconds``, with backoff). An error
+        whose code is in ``refusals`` is raised at once, when the work or
+        its commit meets it: the driver would retry a commit the server
+        refused for memory, as it is, until its retry time ran out."""
+        nx = self.nx
         try:
-            with self.driver.session(database=self.database) as session:
-                session.execute_write(work)
-        except (self.nx.DriverError, self.nx.Neo4jError, OSError) as e:
+            if not refusals:
+                with self.driver.session(database=self.database) as session:
+                    session.execute_write(work)
+                return
+            deadline, delay = time.monotonic() + self.retry_seconds, 1.0
+            while True:
+                try:
+                    with self.driver.session(database=self.database) as session, \
+                            session.begin_transaction() as tx:
+                        work(tx)
+                        tx.commit()
+                    return
+                except (nx.DriverError, nx.Neo4jError) as e:
+                    if getattr(e, "code", None) in refusals or not e.is_retryable() or \
+                            time.monotonic() + delay > deadline:
+                        raise
+                time.sleep(delay)
+                delay *= 2
+        except (nx.DriverError, nx.Neo4jError, OSError) as e:
             raise self.error(e) from e
 
     def _migrate(self) -> None:

@@ -328,8 +328,8 @@ class Neo4jSink(PendingWrites):
 
             try:
                 try:
-                    self.session.write_tx(work)
-                except StoreError as e:  # refused on commit (after the driver's retries)
+                    self.session.write_tx(work, refusals=MEMORY_REFUSALS)
+                except StoreError as e:  # refused on commit
                     if e.code in MEMORY_REFUSALS:
                         raise _Refused(str(e).split(" failed: ", 1)[-1]) from None
                     raise
