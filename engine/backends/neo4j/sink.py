@@ -340,7 +340,7 @@ class Neo4jSink(PendingWrites):
                     raise StoreError(f"Neo4j at {self.session.uri} refused a load transaction of one row for lack "
                                      f"of memory ({e}); give the server more heap (server.memory.heap.max_size) or "
                                      "a higher dbms.memory.transaction.total.max / db.memory.transaction.max") from None
-                self.tx_memory = max(1, min(self.tx_memory, cost) // 2)
+                self.tx_memory = max(1, min(self.tx_memory, cost // 2))  # (one sized before a refusal halves no more)
                 log.info(f"Neo4j refused a load transaction of about {cost >> 20} MiB for lack of memory: "
                          f"writing in transactions of {self.tx_memory >> 20} MiB or less")
                 todo[:0] = _transactions(steps, max(1, cost // 2))
