@@ -306,8 +306,9 @@ class Neo4jKG(KnowledgeGraph):
             got = kept.get(sample_id(key))
             if got is None or not sample_serves(got[0], len(got[1]), window):
                 degree = self.pair_degree(*key)
-                if degree > SORT_MAX and (unfinished := load_unfinished(self.session)
-                                          if unfinished is None else unfinished):
+                if degree > SORT_MAX and unfinished is None:
+                    unfinished = load_unfinished(self.session)
+                if degree > SORT_MAX and unfinished:
                     got = degree, self._first(key, window)
                 else:
                     got = self._sample(key, max(window, SAMPLE_KEEP), degree)
