@@ -18,7 +18,7 @@ import json
 import logging
 import threading
 from collections import ChainMap, defaultdict, deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -106,6 +106,14 @@ def edges_text(statement: str, rows: Sequence[tuple[str, str, str]]) -> str:
     if statement == "load_edges_merge":
         return render_cypher(statement, type=cypher_name(rows[0][1]))
     return cypher(statement)
+
+
+def edge_rows(statement: str, rows: Sequence[tuple[str, str, str]], ids: Mapping[str, int]) -> list[tuple]:
+    """The parameter rows of a load step that writes ``rows`` of edges, by
+    node id: a merge's carry no relation, as its text names it."""
+    if statement == "load_edges_merge":
+        return [(ids[s], ids[o]) for s, _, o in rows]
+    return [(ids[s], p, ids[o]) for s, p, o in rows]
 
 
 class PendingWrites:
@@ -199,11 +207,13 @@ class Neo4jSink(PendingWrites):
         self.session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps("pending"))
         # A load into a database with no KG yet may CREATE its edges and name
         # keys (checking for repeats within the load in memory), which is many
-        # times faster than MERGE on hubs; otherwise every edge is MERGEd.
+        # times faster than MERGE on hubs; otherwise every edge is MERGEd. A
+        # database that holds entities but no edges (a names file loaded
+        # first) has no edge this load could repeat: it CREATEs its edges too.
         self._fresh = self.session.run("kg_entities")[0]["n"] == 0
         if self._fresh:
             self._touched = None
-        self._seen = _HashSet() if self._fresh else None
+        self._seen = _HashSet() if self._fresh or self.session.run("kg_edges")[0]["n"] == 0 else None
         # Name keys have no unique constraint, so two chunks in flight could
         # both MERGE one: each key goes to one chunk, whatever the database.
         self._seen_keys = _HashSet()
@@ -379,7 +389,7 @@ class Neo4jSink(PendingWrites):
             edges = self._seen.new(edges)
             self._seen.commit()
         chunk = _Chunk(entity_rows, sorted(value_rows.values()), edges, keys, names[0][2] if names else "",
-                       "create" if self._seen is not None else "merge", known, cache)
+                       "create" if self._seen is not None else "merge", known, cache, new_keys=self._fresh)
         if self._notes is not None:
             chunk.noted = (self._notes, self._notes.chunk(edges))
         if self._touched is not None:
@@ -393,9 +403,10 @@ class _Chunk:
     """One chunk of a load, ready to write: node rows, edges by node id, name keys."""
 
     def __init__(self, entities, values, edges, keys, source, kind, known: dict[str, int],
-                 cache: dict[str, int]) -> None:
+                 cache: dict[str, int], *, new_keys: bool = False) -> None:
         self.entities, self.values, self.edges, self.keys = entities, values, edges, keys
-        self.source, self.kind = source, kind
+        self.source, self.kind = source, kind  # kind: whether its edges are CREATEd or MERGEd
+        self.new_keys = new_keys  # its name keys are known to be new (CREATEd)
         self.known, self.cache = known, cache  # ids this chunk uses / the load's cache
         self.nodes: dict[str, int] = {}  # the ids of the nodes it wrote, once committed
         self.attempt: dict[str, int] = {}  # ... and of the transaction being written
@@ -404,7 +415,7 @@ class _Chunk:
     def steps(self) -> list[Step]:
         """What the chunk writes, as (statement, rows) in order: its nodes,
         whose ids then address the edges, then the name keys."""
-        keys = "load_name_keys_create" if self.kind == "create" else "load_name_keys"
+        keys = "load_name_keys_create" if self.new_keys else "load_name_keys"
         if self.kind == "create":
             edges = [("load_edges_create", part) for part in chunks(self.edges, WRITE_BATCH)]
         else:  # a statement per relation: its type named in the text (load_edges_merge.cypher)
@@ -430,7 +441,7 @@ class _Chunk:
                     got = tx.run(cypher(statement), rows=rows).single()["ids"]
                     nodes.update((rows[i][0], n) for i, n in got)
                 elif statement.startswith("load_edges"):
-                    tx.run(edges_text(statement, rows), rows=[(ids[s], p, ids[o]) for s, p, o in rows]).consume()
+                    tx.run(edges_text(statement, rows), rows=edge_rows(statement, rows, ids)).consume()
                 else:
                     tx.run(cypher(statement), rows=rows, source=self.source).consume()
         except Neo4jError as e:
