@@ -93,9 +93,11 @@ class Converter:
         new: list[tuple[str, str]] = []  # (IRI, text) named in this chunk
         bad: list[tuple[int, str]] = []
         try:  # the whole chunk at once; line by line only when some line is not UTF-8
-            texts = b"".join(lines).decode("utf-8").split("\n")
+            whole = b"".join(lines).decode("utf-8")
+            texts = whole.split("\n")
             if len(texts) > len(lines):
                 texts.pop()  # after the last newline
+            nul = "\x00" in whole
         except UnicodeDecodeError:
             texts = []
             for offset, raw in enumerate(lines):
@@ -104,12 +106,15 @@ class Converter:
                 except UnicodeDecodeError as e:
                     texts.append("")
                     bad.append((first + offset, f"not UTF-8 ({e.reason} at byte {e.start})"))
+            nul = True
         if first == 1 and texts and texts[0].startswith("\ufeff"):
             texts[0] = texts[0][1:]  # a byte-order mark is not part of the first entity's name
+        # a character quotes to at most 12 (four UTF-8 bytes as %XX): only a long line's fields are measured
+        long_line = (self.max_iri - len(ENTITY_NS)) // 12 if self.max_iri else None
         count = 0
         append = out.append
         for offset, text in enumerate(texts):
-            if "\x00" in text:
+            if nul and "\x00" in text:
                 bad.append((first + offset, "a NUL byte in the line"))
                 continue
             if csv_format:
@@ -118,34 +123,35 @@ class Converter:
                     continue
                 fields = next(csv.reader([text], delimiter=delim))
             else:
-                if not text or text[0] == "#" or text.isspace():
+                if not text or text[0] == "#":
                     continue
                 fields = text.split(delim)
             if len(fields) != 3:
-                bad.append((first + offset, f"expected 3 fields separated by {delim!r}, found {len(fields)}"))
+                if not text.isspace():  # (a blank line is skipped)
+                    bad.append((first + offset, f"expected 3 fields separated by {delim!r}, found {len(fields)}"))
                 continue
             head, rel, tail = fields[0].strip(), fields[1].strip(), fields[2].strip()
             if not (head and rel and tail):
-                bad.append((first + offset, "empty field"))
+                if not text.isspace():
+                    bad.append((first + offset, "empty field"))
                 continue
-            # a character quotes to at most 12 (four UTF-8 bytes as %XX): only a long field is measured
-            if self.max_iri and max(len(head), len(tail), len(rel)) * 12 + len(ENTITY_NS) > self.max_iri:
+            if long_line is not None and len(text) > long_line:
                 longest = max((entity_iri(head), entity_iri(tail), relation_iri(rel)), key=len)
                 if len(longest) > self.max_iri:
                     bad.append((first + offset, f"a field's IRI is {len(longest):,} bytes long; this store "
                                                 f"keeps at most {self.max_iri:,}"))
                     continue
-            if head in iris:
-                h = iris[head]
-            else:
+            h = iris.get(head)
+            if h is None:
                 h = iris[head] = entity_iri(head)
                 new.append((h, head))
-            if tail in iris:
-                t = iris[tail]
-            else:
+            t = iris.get(tail)
+            if t is None:
                 t = iris[tail] = entity_iri(tail)
                 new.append((t, tail))
-            r = relations[rel] if rel in relations else relations.setdefault(rel, relation_iri(rel))
+            r = relations.get(rel)
+            if r is None:
+                r = relations[rel] = relation_iri(rel)
             append(f"<{h}> <{r}> <{t}> .\n")
             count += 1
         bad.sort()

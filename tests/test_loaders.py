@@ -189,6 +189,35 @@ def test_delimited_bad_line_is_counted(tmp_path):
     assert has(g, entity_iri("C"), relation_iri("rel"), ox.NamedNode(entity_iri("D")))
 
 
+def test_a_delimited_chunk_skips_blank_lines_and_counts_each_bad_one():
+    """The converter's rules line by line: blank lines and comments are
+    skipped, each bad line is counted with its number, and a field whose IRI
+    would pass the store's limit is bad at one character past it, not at the
+    limit."""
+    from engine.graph import ENTITY_NS
+    from loaders.triples import Converter
+
+    limit = 200
+    fits = "x" * (limit - len(ENTITY_NS))  # its IRI is exactly the limit
+    lines = ["A|r|B", "", "   ", "| |", " |\t| ", "# note", "A|r", "A||B", "A|r|B\x00", f"A|r|{fits}",
+             f"A|r|{fits}y", "é|r|ü ", "  C | r |D", "A|r|B|C", f"A|r|{'😀' * 15}", f"A|r|{'😀' * 16}"]
+    data, names, triples, bad = Converter("delimited", "|", limit)([f"{x}\n".encode() for x in lines], 10)
+    assert bad == [(13, "empty field"), (14, "empty field"),
+                   (16, "expected 3 fields separated by '|', found 2"), (17, "empty field"),
+                   (18, "a NUL byte in the line"),
+                   (20, f"a field's IRI is {limit + 1:,} bytes long; this store keeps at most {limit:,}"),
+                   (23, "expected 3 fields separated by '|', found 4"),
+                   (25, f"a field's IRI is {limit + 2:,} bytes long; this store keeps at most {limit:,}")]  # (12 a 😀)
+    got = {(q.subject.value, q.predicate.value, q.object.value) for q in ox.parse(data, ox.RdfFormat.N_TRIPLES)}
+    edges = {(s, o) for s, p, o in got if p == relation_iri("r")}
+    assert edges == {(entity_iri(h), entity_iri(t))
+                     for h, t in (("A", "B"), ("A", fits), ("é", "ü"), ("C", "D"), ("A", "😀" * 15))}
+    assert triples == len(got) == 5 + 8 and len(names.shown) == 8  # five edges; eight nodes, each named once
+    # a line of only tabs is blank in a TSV file (its delimiters are white space)
+    data, names, triples, bad = Converter("tsv", "\t", limit)([b"A\tr\tB\n", b"\t\t\n", b" \t \t\n", b"\t\n"], 1)
+    assert bad == [] and triples == 3
+
+
 # ---------------------------------------------------------------------------
 # Compression
 
