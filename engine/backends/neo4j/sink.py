@@ -42,8 +42,13 @@ WRITERS = 2  # chunk transactions in flight while loading
 # (SHOW TRANSACTIONS), where the limit of all transactions at once
 # (dbms.memory.transaction.total.max, 70% of the heap) is 1.34 GiB with the
 # launcher's 2 GiB heap; a 16 MB chunk in one transaction was refused at 10M.
-# A server that refuses one anyway has the budget halved.
-TX_MEMORY = 48 << 20
+# Edges between hubs take five to ten times the estimate when they commit
+# (24,000 edges of a 100k-triple synthetic graph needed more than 128 MB):
+# under a 128 MB cap on one transaction, a 1M-triple load with a budget of
+# 48 MB had nine refused (26.4-36.0 s); with 8 MB, none (23.2-25.3 s), and
+# without a cap it is no slower (23.6-23.9 s against 22.4-28.2). A server
+# that refuses one anyway has the budget halved.
+TX_MEMORY = 8 << 20
 # Bytes of transaction state per row, by statement: Neo4j 5.26's own
 # estimate (estimatedUsedHeapMemory) for 20,000 rows of each, rounded up.
 # A chunk of 16 MB of name lines is 160k new entities and name keys: about
