@@ -454,6 +454,13 @@ def test_a_load_into_neo4j_that_holds_names_but_no_edges_creates_its_edges(neo4j
     assert "RelationshipCountFromCountStore" in dict(ops) and sum(hits for _, hits in ops) <= 5, ops
 
 
+def test_a_memory_setting_is_read_in_bytes():
+    from engine.backends.neo4j.sink import byte_size
+
+    assert [byte_size(v) for v in ("0B", "128.00MiB", "1.50GiB", "512k", "2g", "100", "", "lots", "1.2.3MiB")] == \
+           [0, 128 << 20, 3 << 29, 512 << 10, 2 << 30, 100, 0, 0, 0]
+
+
 def test_a_load_chunk_is_cut_into_transactions_by_the_memory_they_take():
     from engine.backends.neo4j.sink import ROW_MEMORY, _memory, _transactions
 
@@ -483,7 +490,7 @@ def test_a_load_killed_between_the_transactions_of_a_chunk_resumes_exactly(neo4j
     lines = [f"<{iri(f's{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(400)]
     lines += [f'<{iri(f"s{i}")}> <{RDFS_LABEL}> "s {i}" .' for i in range(0, 400, 3)]
     path = write_nt(tmp_path / "many.nt", lines)
-    monkeypatch.setattr(backend, "TX_MEMORY", 60 * 2600)  # 60 entities a transaction
+    monkeypatch.setattr(backend, "load_budget", lambda session: 60 * 2600)  # 60 entities a transaction
     written, write = [], backend._Chunk.write
 
     def dying(self, tx, steps):
@@ -511,12 +518,13 @@ def _transaction_cap(uri: str) -> int:
     """The server's cap on one transaction's memory in bytes (0: none)."""
     import neo4j
 
+    from engine.backends.neo4j.sink import byte_size
+
     user, password = os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"]
     with neo4j.GraphDatabase.driver(uri, auth=(user, password)) as driver:
         value = driver.execute_query("SHOW SETTINGS YIELD name, value WHERE name = 'db.memory.transaction.max' "
                                      "RETURN value").records[0][0]
-    number, unit = float(value.rstrip("KMGTiB") or 0), value.lstrip("0123456789.").rstrip("iB")
-    return int(number * 1024 ** " KMGT".index(unit or " "))
+    return byte_size(value)
 
 
 @pytest.mark.neo4j
@@ -539,7 +547,7 @@ def test_a_load_transaction_the_server_refuses_for_memory_is_split(neo4j_store, 
     lines = [f'<{iri(f"e{i}")}> <{RDFS_LABEL}> "entity {i}" .' for i in range(n)]
     lines += [f"<{iri(f'e{i}')}> <{iri('next')}> <{iri(f'e{i + 1}')}> ." for i in range(0, n - 1, 9)]
     path = write_nt(tmp_path / "named.nt", lines)
-    monkeypatch.setattr(backend, "TX_MEMORY", 1 << 40)  # as if the server took anything
+    monkeypatch.setattr(backend, "load_budget", lambda session: 1 << 40)  # as if the server took anything
     tried: list = []  # what each attempt at a transaction wrote (held: no id is reused)
     write = backend._Chunk.write
     monkeypatch.setattr(backend._Chunk, "write", lambda chunk, tx, steps: tried.append(steps) or write(chunk, tx, steps))
@@ -560,10 +568,11 @@ def test_a_load_transaction_the_server_refuses_for_memory_is_split(neo4j_store, 
 @pytest.mark.neo4j
 def test_a_load_of_a_hubs_edges_fits_a_capped_server_at_the_first_try(neo4j_store, tmp_path, caplog):
     """Edges between hubs take five to ten times the memory Neo4j estimates
-    for them when a transaction commits. The load's default budget leaves
-    room for that under a 128 MB cap on one transaction: a graph whose
-    degrees follow a power law at both ends (500 types) loads in chunks of
-    2 MB without a refusal. With the old budget of 48 MB, a chunk's
+    for them when a transaction commits. Against a server that caps one
+    transaction's memory (128 MB in CI), a load's transactions take a
+    sixteenth of the cap by the estimate: a graph whose degrees follow a
+    power law at both ends (500 types) loads in chunks of 4 MB without a
+    refusal. With the budget of 48 MB a server without a cap gets, a chunk's
     transaction was refused and written again in halves."""
     import logging
 
@@ -574,16 +583,18 @@ def test_a_load_of_a_hubs_edges_fits_a_capped_server_at_the_first_try(neo4j_stor
         pytest.skip("the Neo4j server caps no transaction at 128 MB (start it with NEO4J_TX_MEMORY=128m)")
     rng = random.Random(5)  # a power law at both ends, as a real KG has: its first entities are hubs
     ends = rng.choices(range(4000), cum_weights=list(itertools.accumulate(1 / r ** 1.1 for r in range(1, 4001))),
-                       k=160_000)
+                       k=400_000)
     types = rng.choices(range(500), cum_weights=list(itertools.accumulate(1 / r ** 0.8 for r in range(1, 501))),
-                        k=80_000)
+                        k=200_000)
     lines = sorted({f"<{iri(f'e{s}')}> <{iri(f'r{t}')}> <{iri(f'e{o}')}> ."
                     for s, o, t in zip(ends[::2], ends[1::2], types)})
     path = write_nt(tmp_path / "hubs.nt", lines)
     kg = open_spec(neo4j_store, create=True)
+    sink = kg.need_sink()
     with caplog.at_level(logging.INFO, logger="tog"):
-        report = load_file(kg.need_sink(), path, chunk_bytes=2 << 20)
+        report = load_file(sink, path, chunk_bytes=4 << 20)
     assert "refused a load transaction" not in caplog.text
+    assert sink.tx_memory == cap // 16
     assert report.triples == edges(kg) == len(lines)
 
 
@@ -600,8 +611,8 @@ def test_a_load_halves_its_transactions_once_for_each_size_the_server_refuses(ne
     n = 45_000
     path = write_nt(tmp_path / "named.nt", [f'<{iri(f"e{i}")}> <{RDFS_LABEL}> "entity {i}" .' for i in range(n)])
     # two transactions of the chunk's, each sized before either is refused
-    monkeypatch.setattr(backend, "TX_MEMORY", n * (backend.ROW_MEMORY["load_entities"]
-                                                   + backend.ROW_MEMORY["load_name_keys_create"]) // 2 + 1)
+    budget = n * (backend.ROW_MEMORY["load_entities"] + backend.ROW_MEMORY["load_name_keys_create"]) // 2 + 1
+    monkeypatch.setattr(backend, "load_budget", lambda session: budget)
     refused: list[int] = []  # the cost of each refused transaction (the sink reckons it only then)
     memory = backend._memory
     monkeypatch.setattr(backend, "_memory", lambda steps: refused.append(got := memory(steps)) or got)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from collections import ChainMap, defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -42,13 +43,15 @@ WRITERS = 2  # chunk transactions in flight while loading
 # (SHOW TRANSACTIONS), where the limit of all transactions at once
 # (dbms.memory.transaction.total.max, 70% of the heap) is 1.34 GiB with the
 # launcher's 2 GiB heap; a 16 MB chunk in one transaction was refused at 10M.
+# A server that refuses one anyway has the budget halved.
+TX_MEMORY = 48 << 20
 # Edges between hubs take five to ten times the estimate when they commit
-# (24,000 edges of a 100k-triple synthetic graph needed more than 128 MB):
-# under a 128 MB cap on one transaction, a 1M-triple load with a budget of
-# 48 MB had nine refused (26.4-36.0 s); with 8 MB, none (23.2-25.3 s), and
-# without a cap it is no slower (23.6-23.9 s against 22.4-28.2). A server
-# that refuses one anyway has the budget halved.
-TX_MEMORY = 8 << 20
+# (24,000 edges of a 100k-triple synthetic graph needed more than 128 MB). A
+# server that caps one transaction's memory (db.memory.transaction.max) gets
+# transactions of a sixteenth of its cap: against 128 MB, a 1M-triple load
+# with 48 MB had nine refused (26.4-36.0 s), with 8 MB none (23.2-28.1 s).
+# Without a cap, 48 MB: 8 MB took 351.0 s for 10M triples, against 304.6.
+CAP_SHARE = 16
 # Bytes of transaction state per row, by statement: Neo4j 5.26's own
 # estimate (estimatedUsedHeapMemory) for 20,000 rows of each, rounded up.
 # A chunk of 16 MB of name lines is 160k new entities and name keys: about
@@ -111,6 +114,28 @@ def edges_text(statement: str, rows: Sequence[tuple[str, str, str]]) -> str:
     if statement == "load_edges_merge":
         return render_cypher(statement, type=cypher_name(rows[0][1]))
     return cypher(statement)
+
+
+def load_budget(session: Neo4jSession) -> int:
+    """The memory a load's transaction may take by ROW_MEMORY: TX_MEMORY, or
+    a CAP_SHARE-th of the server's cap on one transaction if that is less."""
+    try:
+        rows = session.run("tx_memory_cap")
+    except StoreError:  # not allowed to read the settings
+        return TX_MEMORY
+    cap = byte_size(rows[0]["value"]) if rows else 0
+    return min(TX_MEMORY, cap // CAP_SHARE) if cap else TX_MEMORY
+
+
+def byte_size(value: str) -> int:
+    """Bytes of a Neo4j memory setting's value ("0B", "128.00MiB", "2g"); 0 if unreadable."""
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([kmgt]?)(?:i?b)?\s*", value.lower())
+    if m is None:
+        return 0
+    try:
+        return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " "))
+    except ValueError:
+        return 0
 
 
 def edge_rows(statement: str, rows: Sequence[tuple[str, str, str]], ids: Mapping[str, int]) -> list[tuple]:
@@ -179,7 +204,7 @@ class Neo4jSink(PendingWrites):
         # entities the loads since the last ``summarise`` wrote edges of (None: too many to
         # follow, a fresh database, or the biggest pairs were not all sampled before: all of them)
         self._touched: set[str] | None = set()
-        self.tx_memory = TX_MEMORY  # halved each time the server refuses a load transaction for memory
+        self.tx_memory = 0  # a load's transaction budget (``load_budget``); halved when the server refuses one
 
     def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False) -> LoadCheckpoint:
         self.session.add_name_predicates(name_predicates)
@@ -210,6 +235,8 @@ class Neo4jSink(PendingWrites):
         if load_end_state(self.session) != "made":
             self._touched = None  # the load's end looks at the whole KG, not only at what it touched
         self.session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps("pending"))
+        if not self.tx_memory:
+            self.tx_memory = load_budget(self.session)
         # A load into a database with no KG yet may CREATE its edges and name
         # keys (checking for repeats within the load in memory), which is many
         # times faster than MERGE on hubs; otherwise every edge is MERGEd. A
