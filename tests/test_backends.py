@@ -387,7 +387,7 @@ def test_a_load_into_neo4j_merges_each_edge_between_its_two_nodes_not_by_a_scan_
     edges as a scan of every relationship for each row (and kept the plan):
     1,700 edges to one hub took 43 s. The statement a load sends names the
     type, and reads a few database hits a row however it was planned."""
-    from engine.backends.neo4j.sink import _Chunk, edge_rows, edges_text
+    from engine.backends.neo4j.sink import _Chunk, edges_statement
 
     store = open_spec(neo4j_store, create=True)
     xs = [iri(f"x{i}") for i in range(300)]
@@ -402,7 +402,8 @@ def test_a_load_into_neo4j_merges_each_edge_between_its_two_nodes_not_by_a_scan_
     for statement, rows in steps:  # each planned on a database without edges, as a load's first would be
         session.run_text("CALL db.clearQueryCaches()", write=True)
         session.run_text("MATCH ()-[r]->() DELETE r", write=True)
-        ops = _profile(neo4j_store, edges_text(statement, rows), rows=edge_rows(statement, rows, node))
+        text, params = edges_statement(statement, rows, node)
+        ops = _profile(neo4j_store, text, rows=params)
         assert sum(hits for _, hits in ops) <= 10 * len(rows) and "Expand(Into)" in dict(ops), ops
     assert _count(neo4j_store, "MATCH ()-[r]->() RETURN count(r)") == len(steps[-1][1])  # (the others deleted)
     # the form with the type as a parameter, planned the same way, scans (so the check above can fail)

@@ -108,12 +108,14 @@ def split_quads(quads: Iterable[ox.Quad], name_predicates: Sequence[str]):
     return entities, name_rows, value_rows, edges, value_edges
 
 
-def edges_text(statement: str, rows: Sequence[tuple[str, str, str]]) -> str:
-    """The text of a load step that writes ``rows`` of edges: a merge's rows
-    are of one relation, whose type it names (load_edges_merge.cypher)."""
+def edges_statement(statement: str, rows: Sequence[tuple[str, str, str]],
+                    ids: Mapping[str, int]) -> tuple[str, list[tuple]]:
+    """The text and parameter rows (by node id) of a load step that writes
+    ``rows`` of edges. A merge's rows are of one relation, which its text
+    names (load_edges_merge.cypher), so they carry none."""
     if statement == "load_edges_merge":
-        return render_cypher(statement, type=cypher_name(rows[0][1]))
-    return cypher(statement)
+        return render_cypher(statement, type=cypher_name(rows[0][1])), [(ids[s], ids[o]) for s, _, o in rows]
+    return cypher(statement), [(ids[s], p, ids[o]) for s, p, o in rows]
 
 
 def load_budget(session: Neo4jSession) -> int:
@@ -136,14 +138,6 @@ def byte_size(value: str) -> int:
         return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " "))
     except ValueError:
         return 0
-
-
-def edge_rows(statement: str, rows: Sequence[tuple[str, str, str]], ids: Mapping[str, int]) -> list[tuple]:
-    """The parameter rows of a load step that writes ``rows`` of edges, by
-    node id: a merge's carry no relation, as its text names it."""
-    if statement == "load_edges_merge":
-        return [(ids[s], ids[o]) for s, _, o in rows]
-    return [(ids[s], p, ids[o]) for s, p, o in rows]
 
 
 class PendingWrites:
@@ -473,7 +467,8 @@ class _Chunk:
                     got = tx.run(cypher(statement), rows=rows).single()["ids"]
                     nodes.update((rows[i][0], n) for i, n in got)
                 elif statement.startswith("load_edges"):
-                    tx.run(edges_text(statement, rows), rows=edge_rows(statement, rows, ids)).consume()
+                    text, params = edges_statement(statement, rows, ids)
+                    tx.run(text, rows=params).consume()
                 else:
                     tx.run(cypher(statement), rows=rows, source=self.source).consume()
         except Neo4jError as e:
