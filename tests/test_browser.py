@@ -92,8 +92,8 @@ def _draw(page, uri: str, style: str, param: str, run_id: str, query: str, nodes
 
 def _drawn_after(page, run, command: str, at_least: int):
     """``_drawn`` after running ``command``, which is run once more if no
-    frame draws: on a busy machine (CI's), Browser has once dropped what was
-    typed into its editor, and waited for a drawing that never came."""
+    frame draws: on a busy machine (CI's), one wait for a drawing timed out
+    though the query returned nodes (most likely the typed command was lost)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     run(command)
