@@ -10,10 +10,18 @@
    printing KG milliseconds and KG lookups per question, and whether the
    answers agree.
 
+``--resume FRACTION`` measures a killed load's re-run instead: the file
+is loaded into the emptied database until its checkpoints pass FRACTION
+of its lines, the load is stopped there (as a kill would), and the re-run
+is timed, alternating with the same re-run made to merge every edge, as
+before a re-run of a load that created the KG's edges created too (its
+anchor: the mark that lets it create is cleared first).
+
 Needs a running server (``launcher/neo4j-server start``) and NEO4J_URI /
 NEO4J_USER / NEO4J_PASSWORD.  The Neo4j database is emptied first.
 
     python benchmarks/neo4j_load.py --size 1000000 --passes 5
+    python benchmarks/neo4j_load.py --size 1000000 --passes 2 --resume 0.3
 
 A server's first load after it started runs slower (its JIT compiler is
 still at work); every pass is printed, and the median is the figure.
@@ -39,8 +47,8 @@ def clear(uri: str, user: str, password: str) -> None:
     import neo4j
 
     with neo4j.GraphDatabase.driver(uri, auth=(user, password)) as driver, driver.session() as s:
-        s.run("MATCH ()-[r]->() CALL (r) { DELETE r } IN TRANSACTIONS OF 20000 ROWS").consume()
-        s.run("MATCH (n) CALL (n) { DELETE n } IN TRANSACTIONS OF 20000 ROWS").consume()
+        s.run("MATCH ()-[r]->() CALL (r) { DELETE r } IN TRANSACTIONS OF 5000 ROWS").consume()
+        s.run("MATCH (n) CALL (n) { DELETE n } IN TRANSACTIONS OF 5000 ROWS").consume()
 
 
 def load_rate(spec: str, file: Path) -> tuple[float, int, dict]:
@@ -54,6 +62,45 @@ def load_rate(spec: str, file: Path) -> tuple[float, int, dict]:
         seconds = time.perf_counter() - started
         counts = kg.kg.stats()
     return report.triples / seconds, report.triples, counts
+
+
+class _Stop(BaseException):
+    """The load is stopped, as a kill would stop it."""
+
+
+def resumed_rate(spec: str, file: Path, fraction: float, merge: bool) -> tuple[float, int, int]:
+    """(triples/s, triples, lines before its checkpoint) of the re-run of a
+    load into the emptied database stopped once its checkpoints passed
+    ``fraction`` of the file's lines; ``merge``: the re-run merges every edge."""
+    from engine.backends.neo4j.sink import SOLE_LOAD, Neo4jSink
+    from engine.store import open_store
+    from loaders.load import load_file
+
+    with file.open("rb") as fh:
+        lines = sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 24), b""))
+    commit = Neo4jSink.commit
+
+    def stopping(self, source, checkpoint):
+        if checkpoint.lines >= fraction * lines and not checkpoint.complete:
+            raise _Stop
+        commit(self, source, checkpoint)
+
+    with open_store(spec, create=True) as kg:
+        Neo4jSink.commit = stopping  # type: ignore[method-assign]
+        try:
+            load_file(kg.need_sink(), file)
+        except _Stop:
+            pass
+        finally:
+            Neo4jSink.commit = commit  # type: ignore[method-assign]
+    with open_store(spec) as kg:
+        if merge:
+            kg.kg.session.run("setting_set", write=True, key=SOLE_LOAD, value="null")
+        started = time.perf_counter()
+        report = load_file(kg.need_sink(), file)
+        seconds = time.perf_counter() - started
+    triples = report.triples - report.resumed_triples
+    return triples / seconds, triples, report.resumed_from
 
 
 def offline_rate(file: Path, workdir: Path) -> tuple[float, float, float]:
@@ -104,6 +151,8 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "tog-bench")
     ap.add_argument("--passes", type=int, default=3,
                     help="loads into the emptied Neo4j database (the first also warms the server's JIT)")
+    ap.add_argument("--resume", type=float, metavar="FRACTION",
+                    help="time the re-run of a load stopped past FRACTION of the file's lines instead")
     args = ap.parse_args()
     uri = os.environ.get("NEO4J_URI")
     if not uri:
@@ -116,6 +165,19 @@ def main() -> None:
     file = args.workdir / f"synth-{args.size}.nt"
     if not file.exists():
         generate(args.size, file)
+    if args.resume is not None:
+        got: dict[str, list[float]] = {"creating": [], "merging": []}
+        for n in range(1, args.passes + 1):
+            for how in got:
+                clear(uri, user, password)
+                rate, triples, before = resumed_rate(uri, file, args.resume, merge=how == "merging")
+                got[how].append(rate)
+                print(f"re-run of a load of {file.name} stopped after {before:,} lines, {how}, pass {n}: "
+                      f"{rate:,.0f} triples/s ({triples:,} triples)")
+        new, old = (statistics.median(got[how]) for how in ("creating", "merging"))
+        print(f"re-run of a stopped load: creating past what the stopped run wrote {new:,.0f} triples/s, "
+              f"merging every edge (before) {old:,.0f} triples/s (medians); ratio {new / old:.1f}x")
+        return
     store = args.workdir / "embedded"
     shutil.rmtree(store, ignore_errors=True)
     rates = []

@@ -176,6 +176,16 @@ class BulkSink(Protocol):
         """A load starts (a sink may drop indexes or start writer threads)."""
         ...
 
+    @property
+    def replays(self) -> bool:
+        """Whether this load, resumed, wants the triples of the lines before
+        its checkpoint (``replay``), read again before it goes on."""
+        ...
+
+    def replay(self, quads: Iterable[ox.Quad]) -> None:
+        """Triples of lines an earlier run of this load wrote (``replays``)."""
+        ...
+
     def write(self, quads: Iterable[ox.Quad]) -> None:
         """Parsed triples (graph names are ignored)."""
         ...

@@ -417,6 +417,8 @@ def _load_lines(job: _Job, start_line: int) -> None:
         return triples.Converter(fmt, delimiter, job.sink.max_term_bytes, job.predicates) if delimited else None
 
     convert = converter()
+    if start_line and sink.replays:
+        _replay(job, start_line, converter())
     stream = open_binary(path)
     try:
         skip_lines(stream, start_line)
@@ -460,6 +462,35 @@ def _load_lines(job: _Job, start_line: int) -> None:
                 return
     finally:
         stream.close()
+
+
+def _replay(job: _Job, lines: int, convert: triples.Converter | None) -> None:
+    """Hand a resumed load's sink the triples of the ``lines`` before its
+    checkpoint (``BulkSink.replays``), read again as the run that wrote them
+    read them; bad lines are passed over."""
+    fmt = rdf.OX_FORMATS["nt" if convert is not None else job.fmt]
+    left = lines
+    with open_binary(job.path) as stream:
+        for first, chunk in read_line_chunks(stream, job.chunk_bytes, 1):
+            chunk = chunk[:left]
+            left -= len(chunk)
+            if convert is not None:
+                data = convert(chunk, first)[0]
+            else:
+                data = b"".join(skolemise(line, job.sid) if b"_:" in line else line for line in chunk)
+            try:
+                quads = list(ox.parse(data, fmt))
+            except SyntaxError:  # a chunk with a bad line: line by line
+                quads = []
+                for line in data.splitlines(keepends=True):
+                    try:
+                        quads.extend(ox.parse(line, fmt))
+                    except SyntaxError:
+                        continue
+            job.sink.replay([rdf.skolem_quad(q, job.sid) for q in quads] if b"_:" in data else quads)
+            job.bar.update(raw_position(stream), job.report.triples, job.report.skipped)
+            if left <= 0:
+                return
 
 
 PATH_LOAD_BYTES = 512 << 20  # plain N-Triples files up to this size load by path (measured: 1M

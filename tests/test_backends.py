@@ -331,8 +331,8 @@ def test_chunks_committed_out_of_order_resume_after_the_gap(neo4j_store, tmp_pat
     made, third_done = [], threading.Event()
     make, write, committed = backend.Neo4jSink._chunk_writer, backend._Chunk.write, backend._Chunk.committed
 
-    def numbered(self, quads, names):
-        chunk = make(self, quads, names)
+    def numbered(self, quads, names, **how):
+        chunk = make(self, quads, names, **how)
         made.append(chunk)
         chunk.number = len(made)
         return chunk
@@ -513,6 +513,102 @@ def test_a_load_killed_between_the_transactions_of_a_chunk_resumes_exactly(neo4j
     assert (edges(kg), stats["entities"], stats["names"]) == (400, 450, 134)
     assert _count(neo4j_store, "MATCH (n:TogName) RETURN count(n)") == 134
     assert all(backend._memory(steps) <= 60 * 2600 for steps in written)
+
+
+def _killed_in_its_third_chunk(backend, monkeypatch, sent: list[str]) -> None:
+    """Kill a load in the second edge transaction of its third chunk (the
+    first committed); note the edge statements sent."""
+    made, write, statement = [], backend._Chunk.write, backend.edges_statement
+
+    def numbered(self, quads, names, **how):
+        chunk = make(self, quads, names, **how)
+        made.append(chunk)
+        chunk.number, chunk.edge_writes = len(made), 0
+        return chunk
+
+    def dying(self, tx, steps):
+        if any(name.startswith("load_edges") for name, _ in steps):
+            self.edge_writes += 1
+            if self.number == 3 and self.edge_writes == 2:
+                raise _Killed
+        write(self, tx, steps)
+
+    def noted(name, rows, ids):
+        sent.append(name)
+        return statement(name, rows, ids)
+
+    make = backend.Neo4jSink._chunk_writer
+    monkeypatch.setattr(backend.Neo4jSink, "_chunk_writer", numbered)
+    monkeypatch.setattr(backend._Chunk, "write", dying)
+    monkeypatch.setattr(backend, "edges_statement", noted)
+
+
+_REPEATED_EDGES = ("MATCH (a:Entity)-[r]->(b) WITH a, type(r) AS t, b, count(*) AS n WHERE n > 1 "
+                   "RETURN count(*)")
+
+
+@pytest.mark.neo4j
+@pytest.mark.parametrize("fmt", ["nt", "delimited"])
+def test_a_resumed_neo4j_load_creates_the_edges_past_those_its_killed_run_wrote(neo4j_store, tmp_path, monkeypatch,
+                                                                               fmt):
+    """A load into a database without edges creates them. Killed with a
+    transaction of a chunk past its checkpoint committed, its re-run merges
+    up to the furthest line the killed run wrote, creates after it, and
+    drops the repeats of the lines before its checkpoint, which it reads
+    again: every edge once."""
+    import engine.backends.neo4j.sink as backend
+
+    if fmt == "nt":
+        lines = [f"<{iri(f's{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(300)]
+    else:  # nodes by name: a converter reads the lines before the checkpoint again
+        lines = [f"thing number {i}|relation {i % 7}|other thing {i % 50}" for i in range(300)]
+    lines += lines[:30] + lines[100:110]  # repeats of lines before the checkpoint, and after it
+    path = write_nt(tmp_path / f"many.{'nt' if fmt == 'nt' else 'txt'}", lines)
+    monkeypatch.setattr(backend, "load_budget", lambda session: 20 * 1300)  # 20 edges (10 nodes) a transaction
+    sent: list[str] = []
+    _killed_in_its_third_chunk(backend, monkeypatch, sent)
+    kg = open_spec(neo4j_store, create=True)
+    with pytest.raises(_Killed):
+        load_file(kg.need_sink(), path, chunk_bytes=2048)
+    assert set(sent) == {"load_edges_create"}
+    before = edges(kg)
+    reach = _count(neo4j_store, "MATCH (r:TogLoadReach) RETURN max(r.lines)")
+    sent.clear()
+    report = load_file(kg.need_sink(), path, chunk_bytes=2048)
+    assert 0 < report.resumed_from < reach < 300 and before > 0
+    assert "load_edges_merge" in sent and "load_edges_create" in sent  # merged up to the reach, then created
+    assert sent.index("load_edges_create") > sent.index("load_edges_merge")
+    assert edges(kg) == 300 and report.lines == len(lines)
+    assert _count(neo4j_store, _REPEATED_EDGES) == 0
+    assert _count(neo4j_store, "MATCH (r:TogLoadReach) RETURN count(r)") == 0  # gone with the load's end
+    assert kg.kg.session.setting(backend.SOLE_LOAD, "unset") is None
+
+
+@pytest.mark.neo4j
+@pytest.mark.parametrize("between", ["a correction", "another load"])
+def test_a_killed_neo4j_load_merges_when_resumed_after_other_writes(neo4j_store, tmp_path, monkeypatch, between):
+    """Once a correction or another load has written edges, the re-run of a
+    killed load cannot tell its own edges from theirs: it merges every edge."""
+    import engine.backends.neo4j.sink as backend
+    from engine.graph import Correction
+
+    lines = [f"<{iri(f's{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(300)]
+    path = write_nt(tmp_path / "many.nt", lines)
+    monkeypatch.setattr(backend, "load_budget", lambda session: 20 * 1300)
+    sent: list[str] = []
+    _killed_in_its_third_chunk(backend, monkeypatch, sent)
+    kg = open_spec(neo4j_store, create=True)
+    with pytest.raises(_Killed):
+        load_file(kg.need_sink(), path, chunk_bytes=2048)
+    last = (iri("s299"), iri("r5"), iri("o49"))  # the file's last line, which the killed run did not reach
+    if between == "a correction":
+        kg.need_corrections().apply(Correction(id="c1", created="2026-12-07T00:00:00Z", reason="seen", added=[last]))
+    else:
+        load_file(kg.need_sink(), write_nt(tmp_path / "other.nt", [f"<{last[0]}> <{last[1]}> <{last[2]}> ."]))
+    sent.clear()
+    load_file(kg.need_sink(), path, chunk_bytes=2048)
+    assert set(sent) == {"load_edges_merge"}
+    assert edges(kg) == 300 and _count(neo4j_store, _REPEATED_EDGES) == 0
 
 
 def _transaction_cap(uri: str) -> int:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from engine.backends.common import sample_hash
 from engine.backends.neo4j.kg import refresh_summaries
 from engine.backends.neo4j.session import Neo4jSession
-from engine.backends.neo4j.sink import literal_parts
+from engine.backends.neo4j.sink import SOLE_LOAD, literal_parts
 from engine.graph import Correction, Fact, is_literal, literal_term, name_keys, stored_id
 from engine.queries import cypher, cypher_name, render_cypher
 
@@ -80,6 +80,7 @@ class Neo4jCorrections:
             changed = self._change(tx, c.id, c.removed, c.added)
             refresh_summaries(tx, self.session, c.removed, c.added, changed)
             self._save(tx, c)
+            _not_sole(tx)
 
         self.session.write_tx(work)
         self.session.changed()
@@ -98,7 +99,14 @@ class Neo4jCorrections:
             self._name(tx, c, False)
             refresh_summaries(tx, self.session, added, removed, changed)
             self._save(tx, c)
+            _not_sole(tx)
 
         self.session.write_tx(work)
         self.session.changed()
         return c
+
+
+def _not_sole(tx) -> None:
+    """A correction writes edges: no load is their only writer any more, so
+    the re-run of a killed load merges every edge (``Neo4jSink.begin``)."""
+    tx.run(cypher("setting_set"), key=SOLE_LOAD, value="null").consume()

@@ -9,7 +9,10 @@ single-threaded per transaction), so they may commit out of order: each
 writes a ``TogLoadPart`` for its lines, and ``resume`` continues after the
 parts that follow the last checkpoint without a gap.  A killed load thus
 resumes after its last committed prefix; chunks past a gap, or whose last
-transaction never committed, are written again, which adds nothing.
+transaction never committed, are written again, which adds nothing: a load
+that creates its edges (into a database without any) also writes, with each
+chunk's first transaction, a ``TogLoadReach`` of its last line, and its
+re-run merges the lines up to the furthest before it creates again.
 """
 
 from __future__ import annotations
@@ -72,6 +75,11 @@ KEEP_MAX = 100_000  # kept crowded-pair samples a load follows (past that it for
 NOTED_MAX = 100_000  # neighbours of kept pairs a load notes (past that it forgets their samples)
 TOUCHED_MAX = 500_000  # entities a load follows for its biggest pairs (past that, the whole KG's are looked at)
 PENDING = "samples_pending"  # setting: a load began and has not ended (its end merges or forgets the samples)
+# setting: the source whose load created every KG edge (a load into a database without
+# edges), until it completes or another load or a correction writes edges; its re-run
+# after a kill creates edges too (``Neo4jSink.begin``)
+SOLE_LOAD = "sole_load"
+REACH_ALL = 1 << 62  # the reach of a chunk whose lines are not known (a stream format's): all of them
 
 
 def literal_parts(term: ox.Literal) -> list:
@@ -153,6 +161,10 @@ class PendingWrites:
 
     native = None  # no engine-side bulk reader: triples are parsed here
     max_term_bytes = MAX_TERM_BYTES
+    replays = False
+
+    def replay(self, quads: Iterable[ox.Quad]) -> None:
+        """Nothing to note (``Neo4jSink.replay``)."""
 
     def write_ntriples(self, data: bytes) -> None:
         """Parse N-Triples bytes (``SyntaxError`` on a bad line or a term too
@@ -192,6 +204,9 @@ class Neo4jSink(PendingWrites):
         self._writers: ThreadPoolExecutor | None = None  # chunk transactions of a load
         self._inflight: deque[Future] = deque()
         self._from: dict[str, int] = {}  # source -> lines of its last checkpoint handed over
+        self._source = ""  # the source being loaded (``resume``)
+        self._merge_below = 0  # a re-run of a load that created edges merges the lines before this
+        self.replays = False  # ... and wants the triples before its checkpoint (``replay``)
         self._node_ids: dict[str, int] = {}  # entity -> node id, from this load's committed chunks
         self._notes: _SampleNotes | None = None  # what the load wrote of the pairs of kept samples
         self.samples_merged = 0  # samples the loads since the last ``summarise`` merged their edges into
@@ -202,8 +217,10 @@ class Neo4jSink(PendingWrites):
 
     def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False) -> LoadCheckpoint:
         self.session.add_name_predicates(name_predicates)
+        self._source = source
         if force:
             self.session.run("load_forget", write=True, source=source)
+            self.session.run("load_sole_end", write=True, source=source, key=SOLE_LOAD, value=json.dumps(source))
             self._from[source] = 0
         return LoadCheckpoint.from_dict(self._checkpoint(source))
 
@@ -239,7 +256,21 @@ class Neo4jSink(PendingWrites):
         self._fresh = self.session.run("kg_entities")[0]["n"] == 0
         if self._fresh:
             self._touched = None
-        self._seen = _HashSet() if self._fresh or self.session.run("kg_edges")[0]["n"] == 0 else None
+        self._seen, self._merge_below, self.replays = None, 0, False
+        sole = self.session.setting(SOLE_LOAD, None)
+        if self._fresh or self.session.run("kg_edges")[0]["n"] == 0:
+            self._seen = _HashSet()
+            self.session.run("load_sole_begin", write=True, key=SOLE_LOAD, value=json.dumps(self._source or None))
+        elif sole is not None and sole == self._source:
+            # The re-run of a killed load that created every edge there is: it
+            # is handed the triples of the lines before its checkpoint
+            # (``replay``) to drop their repeats, MERGEs up to the furthest
+            # line a transaction of the killed run wrote, and CREATEs after it.
+            self._seen = _HashSet()
+            self._merge_below = self.session.run("load_reach_get", source=self._source)[0]["lines"]
+            self.replays = True
+        elif sole is not None:
+            self.session.run("setting_set", write=True, key=SOLE_LOAD, value="null")  # edges from two writers now
         # Name keys have no unique constraint, so two chunks in flight could
         # both MERGE one: each key goes to one chunk, whatever the database.
         self._seen_keys = _HashSet()
@@ -258,7 +289,7 @@ class Neo4jSink(PendingWrites):
             self._inflight.clear()
             self._writers.shutdown()
             self._writers = None
-        self._fresh = False
+        self._fresh = self.replays = False
         self._seen = self._seen_keys = None
         self._node_ids = {}
         notes, self._notes = self._notes, None
@@ -314,27 +345,43 @@ class Neo4jSink(PendingWrites):
         if len(self._pending) >= 8 * WRITE_BATCH:  # stream formats: write as we go
             self._flush(None)
 
+    def replay(self, quads: Iterable[ox.Quad]) -> None:
+        """Triples of the lines before the checkpoint of a load that ``replays``:
+        their edges are noted as written, so that a repeat later in the file is
+        not created again."""
+        assert self._seen is not None
+        _, _, _, edges, value_edges = split_quads(quads, self.session.name_predicates)
+        self._seen.new(edges + value_edges)
+        self._seen.commit()
+
     def commit(self, source: str, checkpoint: LoadCheckpoint) -> None:
         self._flush((source, checkpoint.to_dict()))
 
     def _flush(self, checkpoint: tuple[str, dict] | None) -> None:
         quads, self._pending = self._pending, []
         names, self._pending_names = self._pending_names, []
-        chunk = self._chunk_writer(quads, names)
         source, values = checkpoint if checkpoint is not None else ("", {})
         last = checkpoint is not None and bool(values.get("complete"))
-        start = self._from.get(source, 0)
+        start = self._from.get(source or self._source, 0)  # (without a checkpoint: the chunk's so far)
+        # the lines a killed run may have written are merged (``begin``)
+        chunk = self._chunk_writer(quads, names, merge=start < self._merge_below)
         if checkpoint is not None and not last:
             self._from[source] = values.get("lines", 0)
+        # (the last chunk's re-run has no line after it: it merges all it writes)
+        reach = values.get("lines", REACH_ALL) if checkpoint is not None and not last else REACH_ALL
+
+        def reached(tx) -> None:  # with the chunk's first transaction to commit, when the load creates edges
+            tx.run(cypher("load_reach"), source=self._source, lines=reach).consume()
 
         def record(tx) -> None:  # with the chunk's last transaction
             if last:
                 tx.run(cypher("load_checkpoint_set"), source=source, values=values).consume()
+                tx.run(cypher("load_sole_end"), source=source, key=SOLE_LOAD, value=json.dumps(source)).consume()
             elif checkpoint is not None:
                 tx.run(cypher("load_part_add"), source=source, values=values, **{"from": start}).consume()
 
         def commit() -> None:
-            self._write_chunk(chunk, record)
+            self._write_chunk(chunk, record, reached if self._seen is not None else None)
             chunk.committed()
             if last and self._notes is not None:
                 self._notes.complete = True
@@ -346,18 +393,21 @@ class Neo4jSink(PendingWrites):
             self._wait(WRITERS - 1)
             self._inflight.append(self._writers.submit(commit))
 
-    def _write_chunk(self, chunk: _Chunk, record: Callable[[Any], None]) -> None:
+    def _write_chunk(self, chunk: _Chunk, record: Callable[[Any], None],
+                     first: Callable[[Any], None] | None = None) -> None:
         """``chunk`` in transactions of at most ``tx_memory`` (by ROW_MEMORY),
-        ``record`` in the last. A transaction the server refuses for lack of
+        ``record`` in the last, ``first`` in each until one has committed. A transaction the server refuses for lack of
         memory is split in two and each written on its own, and the budget
         is halved for the rest of the load. Whatever committed of a chunk
         whose last transaction never did is written again by the re-run
-        (which MERGEs: it adds nothing twice)."""
+        (which MERGEs those lines: it adds nothing twice)."""
         todo = _transactions(chunk.steps(), self.tx_memory)
         while todo:
             steps = todo.pop(0)
 
             def work(tx, steps=steps, last=not todo) -> None:
+                if first is not None and not chunk.began:
+                    first(tx)
                 chunk.write(tx, steps)
                 if last:
                     record(tx)
@@ -390,8 +440,9 @@ class Neo4jSink(PendingWrites):
                 self._inflight.remove(future)
                 future.result()
 
-    def _chunk_writer(self, quads: list[ox.Quad], names: list[tuple[str, str, str]]) -> _Chunk:
-        """What writes ``quads`` and ``names`` (``_write_chunk``).
+    def _chunk_writer(self, quads: list[ox.Quad], names: list[tuple[str, str, str]], *, merge: bool = False) -> _Chunk:
+        """What writes ``quads`` and ``names`` (``_write_chunk``); its edges are
+        MERGEd if ``merge`` or the load does not create edges.
 
         Repeats are filtered here, in the caller's thread and chunk order; the
         statements run in the writer's transactions: nodes first, whose ids
@@ -411,11 +462,12 @@ class Neo4jSink(PendingWrites):
         if self._seen_keys is not None:
             keys = self._seen_keys.new(keys)
             self._seen_keys.commit()  # the next chunk's filter must know these, written or in flight
-        if self._seen is not None:  # fresh load: drop repeats, CREATE the rest
+        if self._seen is not None:  # a load that creates edges: drop repeats, CREATE the rest
             edges = self._seen.new(edges)
             self._seen.commit()
         chunk = _Chunk(entity_rows, sorted(value_rows.values()), edges, keys, names[0][2] if names else "",
-                       "create" if self._seen is not None else "merge", known, cache, new_keys=self._fresh)
+                       "create" if self._seen is not None and not merge else "merge", known, cache,
+                       new_keys=self._fresh)
         if self._notes is not None:
             chunk.noted = (self._notes, self._notes.chunk(edges))
         if self._touched is not None:
@@ -437,6 +489,7 @@ class _Chunk:
         self.nodes: dict[str, int] = {}  # the ids of the nodes it wrote, once committed
         self.attempt: dict[str, int] = {}  # ... and of the transaction being written
         self.noted: tuple[_SampleNotes, dict[str, list[str]]] | None = None  # its edges of kept pairs
+        self.began = False  # one of its transactions committed
 
     def steps(self) -> list[Step]:
         """What the chunk writes, as (statement, rows) in order: its nodes,
@@ -479,6 +532,7 @@ class _Chunk:
 
     def done(self) -> None:
         """One of its transactions committed."""
+        self.began = True
         self.nodes.update(self.attempt)
         self.attempt = {}
 

@@ -27,6 +27,7 @@ class OxigraphSink:
 
     chunk_bytes = CHUNK_BYTES
     max_term_bytes = None
+    replays = False  # a set insert: a resumed load needs nothing of what came before
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -59,6 +60,9 @@ class OxigraphSink:
         self.db.summaries.mark_stale("a load started")
         self.db.summaries.clear(samples=not isinstance(self.tally, Touched))
         self.db.index.begin_bulk()
+
+    def replay(self, quads: Iterable[ox.Quad]) -> None:
+        pass
 
     def write(self, quads: Iterable[ox.Quad]) -> None:
         self.db.store.bulk_extend(self.tally.quads(quads) if self.tally is not None else quads)
