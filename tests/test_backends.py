@@ -611,6 +611,50 @@ def test_a_killed_neo4j_load_merges_when_resumed_after_other_writes(neo4j_store,
     assert edges(kg) == 300 and _count(neo4j_store, _REPEATED_EDGES) == 0
 
 
+@pytest.mark.neo4j
+def test_a_load_transaction_that_deadlocks_with_the_other_writer_is_written_again_alone(neo4j_store, tmp_path,
+                                                                                          monkeypatch, caplog):
+    """The load's two writers lock two nodes in opposite orders: the server
+    rolls one transaction back as a deadlock's victim, and the load writes
+    it again at once, alone, rather than racing the other writer again."""
+    import logging
+
+    import engine.backends.neo4j.sink as backend
+
+    lines = [f"<{iri(f's{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(300)]
+    path = write_nt(tmp_path / "many.nt", lines)
+    made, write = [], backend._Chunk.write
+    held = {2: threading.Event(), 3: threading.Event()}
+
+    def numbered(self, quads, names, **how):
+        chunk = make(self, quads, names, **how)
+        made.append(chunk)
+        chunk.number = len(made)
+        return chunk
+
+    def lock(tx, key: str) -> None:
+        tx.run("MERGE (s:TogSetting {key: $key}) SET s.value = 'null'", key=key).consume()
+
+    def crossing(self, tx, steps):
+        if self.number in held and not held[self.number].is_set():  # chunks 2 and 3: a then b, b then a
+            mine, other = ("lock-a", "lock-b") if self.number == 2 else ("lock-b", "lock-a")
+            lock(tx, mine)
+            held[self.number].set()
+            assert held[5 - self.number].wait(30)
+            lock(tx, other)
+        write(self, tx, steps)
+
+    make = backend.Neo4jSink._chunk_writer
+    monkeypatch.setattr(backend.Neo4jSink, "_chunk_writer", numbered)
+    monkeypatch.setattr(backend._Chunk, "write", crossing)
+    kg = open_spec(neo4j_store, create=True)
+    with caplog.at_level(logging.INFO, logger="tog"):
+        report = load_file(kg.need_sink(), path, chunk_bytes=2048)
+    alone = [r for r in caplog.records if "writing it again alone" in r.getMessage()]
+    assert len(alone) == 1 and len(made) > 3
+    assert edges(kg) == 300 and report.lines == 300 and _count(neo4j_store, _REPEATED_EDGES) == 0
+
+
 def _transaction_cap(uri: str) -> int:
     """The server's cap on one transaction's memory in bytes (0: none)."""
     import neo4j

@@ -22,7 +22,8 @@ import logging
 import re
 import threading
 from collections import ChainMap, defaultdict, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -65,6 +66,8 @@ ROW_MEMORY = {"load_entities": 2600, "load_values": 2600, "load_edges_create": 1
 # transactions at once; of one)
 MEMORY_REFUSALS = {"Neo.TransientError.General.MemoryPoolOutOfMemoryError",
                    "Neo.ClientError.General.TransactionOutOfMemoryError"}
+# what a server says to the one of two transactions waiting for each other's locks that it rolls back
+DEADLOCK = "Neo.TransientError.Transaction.DeadlockDetected"
 KNOWN_NODES = 2_000_000  # node ids a load remembers (then it starts over)
 HASH_MASK = (1 << 64) - 1
 CHUNK_BYTES = 16 << 20  # bytes of lines written (and checkpointed) per chunk, in transactions of TX_MEMORY
@@ -213,6 +216,7 @@ class Neo4jSink(PendingWrites):
         # entities the loads since the last ``summarise`` wrote edges of (None: too many to
         # follow, a fresh database, or the biggest pairs were not all sampled before: all of them)
         self._touched: set[str] | None = set()
+        self._gate = _Gate()  # the writers' transactions, side by side or one alone
         self.tx_memory = 0  # a load's transaction budget (``load_budget``); halved when the server refuses one
 
     def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False) -> LoadCheckpoint:
@@ -398,10 +402,15 @@ class Neo4jSink(PendingWrites):
         """``chunk`` in transactions of at most ``tx_memory`` (by ROW_MEMORY),
         ``record`` in the last, ``first`` in each until one has committed. A transaction the server refuses for lack of
         memory is split in two and each written on its own, and the budget
-        is halved for the rest of the load. Whatever committed of a chunk
-        whose last transaction never did is written again by the re-run
-        (which MERGEs those lines: it adds nothing twice)."""
+        is halved for the rest of the load. A transaction the server rolled
+        back in a deadlock with the load's other writer is written again
+        alone: two writers on the same hubs can deadlock again and again
+        (a resumed 1M-triple load, merging, failed that way after the
+        driver's 15 s of retries). Whatever committed of a chunk whose last
+        transaction never did is written again by the re-run (which MERGEs
+        those lines: it adds nothing twice)."""
         todo = _transactions(chunk.steps(), self.tx_memory)
+        alone = False
         while todo:
             steps = todo.pop(0)
 
@@ -413,13 +422,21 @@ class Neo4jSink(PendingWrites):
                     record(tx)
 
             try:
-                try:
-                    self.session.write_tx(work, refusals=MEMORY_REFUSALS)
-                except StoreError as e:  # refused on commit
-                    if e.code in MEMORY_REFUSALS:
-                        raise _Refused(str(e).split(" failed: ", 1)[-1]) from None
-                    raise
+                with self._gate.alone() if alone else self._gate.shared():
+                    try:
+                        self.session.write_tx(work, refusals=MEMORY_REFUSALS | ({DEADLOCK} if not alone else set()))
+                    except StoreError as e:  # refused on commit, or a deadlock's victim
+                        if e.code in MEMORY_REFUSALS:
+                            raise _Refused(str(e).split(" failed: ", 1)[-1]) from None
+                        if e.code == DEADLOCK:
+                            raise _Deadlocked from None
+                        raise
                 chunk.done()
+                alone = False
+            except _Deadlocked:
+                log.info("a load transaction deadlocked with the load's other writer: writing it again alone")
+                todo.insert(0, steps)
+                alone = True
             except _Refused as e:
                 cost = _memory(steps)
                 if sum(len(rows) for _, rows in steps) <= 1:
@@ -551,6 +568,46 @@ Step = tuple[str, Sequence]  # (statement, rows) of a load chunk
 
 class _Refused(Exception):
     """The server refused a load transaction for lack of memory."""
+
+
+class _Deadlocked(Exception):
+    """The server rolled back a load transaction in a deadlock."""
+
+
+class _Gate:
+    """The load's writers' transactions run side by side (``shared``), except
+    one written ``alone``, which waits for those running to end and holds
+    back new ones until it ends."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.running = 0
+        self.solo = False
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self.cond:
+            self.cond.wait_for(lambda: not self.solo)
+            self.running += 1
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.running -= 1
+                self.cond.notify_all()
+
+    @contextmanager
+    def alone(self) -> Iterator[None]:
+        with self.cond:
+            self.cond.wait_for(lambda: not self.solo)
+            self.solo = True
+            self.cond.wait_for(lambda: not self.running)
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.solo = False
+                self.cond.notify_all()
 
 
 def _memory(steps: Sequence[Step]) -> int:
