@@ -68,6 +68,7 @@ MEMORY_REFUSALS = {"Neo.TransientError.General.MemoryPoolOutOfMemoryError",
                    "Neo.ClientError.General.TransactionOutOfMemoryError"}
 # what a server says to the one of two transactions waiting for each other's locks that it rolls back
 DEADLOCK = "Neo.TransientError.Transaction.DeadlockDetected"
+LOAD_REFUSALS = MEMORY_REFUSALS | {DEADLOCK}  # what a load's transaction hands back at once (``_write_chunk``)
 KNOWN_NODES = 2_000_000  # node ids a load remembers (then it starts over)
 HASH_MASK = (1 << 64) - 1
 CHUNK_BYTES = 16 << 20  # bytes of lines written (and checkpointed) per chunk, in transactions of TX_MEMORY
@@ -261,20 +262,21 @@ class Neo4jSink(PendingWrites):
         if self._fresh:
             self._touched = None
         self._seen, self._merge_below, self.replays = None, 0, False
-        sole = self.session.setting(SOLE_LOAD, None)
         if self._fresh or self.session.run("kg_edges")[0]["n"] == 0:
             self._seen = _HashSet()
             self.session.run("load_sole_begin", write=True, key=SOLE_LOAD, value=json.dumps(self._source or None))
-        elif sole is not None and sole == self._source:
-            # The re-run of a killed load that created every edge there is: it
-            # is handed the triples of the lines before its checkpoint
-            # (``replay``) to drop their repeats, MERGEs up to the furthest
-            # line a transaction of the killed run wrote, and CREATEs after it.
-            self._seen = _HashSet()
-            self._merge_below = self.session.run("load_reach_get", source=self._source)[0]["lines"]
-            self.replays = True
-        elif sole is not None:
-            self.session.run("setting_set", write=True, key=SOLE_LOAD, value="null")  # edges from two writers now
+        else:  # (no mark: edges from more than one writer, every edge is MERGEd)
+            sole = self.session.setting(SOLE_LOAD, None)
+            if sole is not None and sole == self._source:
+                # The re-run of a killed load that created every edge there is:
+                # it is handed the triples of the lines before its checkpoint
+                # (``replay``) to drop their repeats, MERGEs up to the furthest
+                # line a transaction of the killed run wrote, and CREATEs after.
+                self._seen = _HashSet()
+                self._merge_below = self.session.run("load_reach_get", source=self._source)[0]["lines"]
+                self.replays = True
+            elif sole is not None:  # another source's load wrote edges: from now on, two writers
+                self.session.run("setting_set", write=True, key=SOLE_LOAD, value="null")
         # Name keys have no unique constraint, so two chunks in flight could
         # both MERGE one: each key goes to one chunk, whatever the database.
         self._seen_keys = _HashSet()
@@ -400,15 +402,15 @@ class Neo4jSink(PendingWrites):
     def _write_chunk(self, chunk: _Chunk, record: Callable[[Any], None],
                      first: Callable[[Any], None] | None = None) -> None:
         """``chunk`` in transactions of at most ``tx_memory`` (by ROW_MEMORY),
-        ``record`` in the last, ``first`` in each until one has committed. A transaction the server refuses for lack of
-        memory is split in two and each written on its own, and the budget
-        is halved for the rest of the load. A transaction the server rolled
-        back in a deadlock with the load's other writer is written again
-        alone: two writers on the same hubs can deadlock again and again
-        (a resumed 1M-triple load, merging, failed that way after the
-        driver's 15 s of retries). Whatever committed of a chunk whose last
-        transaction never did is written again by the re-run (which MERGEs
-        those lines: it adds nothing twice)."""
+        ``record`` in the last, ``first`` in each until one has committed. A
+        transaction the server refuses for lack of memory is split in two and
+        each written on its own, and the budget is halved for the rest of the
+        load. A transaction the server rolled back in a deadlock with the
+        load's other writer is written again alone: two writers on the same
+        hubs can deadlock again and again (a resumed 1M-triple load, merging,
+        failed that way after the driver's 15 s of retries). Whatever
+        committed of a chunk whose last transaction never did is written
+        again by the re-run (which MERGEs those lines: it adds nothing twice)."""
         todo = _transactions(chunk.steps(), self.tx_memory)
         alone = False
         while todo:
@@ -424,7 +426,8 @@ class Neo4jSink(PendingWrites):
             try:
                 with self._gate.alone() if alone else self._gate.shared():
                     try:
-                        self.session.write_tx(work, refusals=MEMORY_REFUSALS | ({DEADLOCK} if not alone else set()))
+                        # (written alone, a deadlock with something else is the driver's to retry)
+                        self.session.write_tx(work, refusals=MEMORY_REFUSALS if alone else LOAD_REFUSALS)
                     except StoreError as e:  # refused on commit, or a deadlock's victim
                         if e.code in MEMORY_REFUSALS:
                             raise _Refused(str(e).split(" failed: ", 1)[-1]) from None
