@@ -655,6 +655,139 @@ def test_a_load_transaction_that_deadlocks_with_the_other_writer_is_written_agai
     assert edges(kg) == 300 and report.lines == 300 and _count(neo4j_store, _REPEATED_EDGES) == 0
 
 
+def _lines(n: int, at: int = 0, who: str = "s") -> list[str]:
+    return [f"<{iri(f'{who}{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(at, at + n)]
+
+
+@pytest.mark.neo4j
+@pytest.mark.parametrize("between", ["another load before its first edge", "another load", "a correction"])
+def test_a_load_that_creates_edges_merges_once_another_writer_begins(neo4j_store, tmp_path, monkeypatch, caplog,
+                                                                    between):
+    """A load into a database without edges creates them, as its only
+    writer. Another load that begins meanwhile merges (even before the
+    first one wrote an edge: it may be writing), and so does a correction;
+    the first load's transactions see it and merge from then on. The two
+    write the same 50 edges: each is there once."""
+    import logging
+
+    import engine.backends.neo4j.sink as backend
+    from engine.graph import Correction
+
+    path = write_nt(tmp_path / "first.nt", _lines(300))
+    monkeypatch.setattr(backend, "load_budget", lambda session: 20 * 1300)
+    sent: list[tuple[str, str]] = []  # (load, statement)
+    who = ["first"]
+    cut, statement = backend.Neo4jSink._chunk_writer, backend.edges_statement
+    at = 1 if "before" in between else 3
+    kg = open_spec(neo4j_store, create=True)
+    sink = kg.need_sink()
+
+    def meanwhile(self, quads, names, **how):
+        if self is sink:
+            meanwhile.cuts += 1
+            if meanwhile.cuts == at:
+                self._wait(0)  # (what the first load sent so far is its own)
+                who[0] = "second"
+                if between == "a correction":
+                    kg.need_corrections().apply(Correction(id="c1", created="2026-12-07T00:00:00Z", reason="seen",
+                                                           added=[(iri("s299"), iri("r5"), iri("o49"))]))
+                else:
+                    other = open_spec(neo4j_store)
+                    load_file(other.need_sink(), write_nt(tmp_path / "second.nt", _lines(50, 250) + _lines(20, 0, "t")))
+                who[0] = "first"
+        return cut(self, quads, names, **how)
+
+    meanwhile.cuts = 0
+
+    def noted(name, rows, ids):
+        sent.append((who[0], name))
+        return statement(name, rows, ids)
+
+    monkeypatch.setattr(backend.Neo4jSink, "_chunk_writer", meanwhile)
+    monkeypatch.setattr(backend, "edges_statement", noted)
+    with caplog.at_level(logging.INFO, logger="tog"):
+        report = load_file(sink, path, chunk_bytes=2048)
+    first = [name for w, name in sent if w == "first"]
+    second = {name for w, name in sent if w == "second"}
+    assert report.lines == 300 and meanwhile.cuts > at
+    assert edges(kg) == (300 if between == "a correction" else 320) and _count(neo4j_store, _REPEATED_EDGES) == 0
+    assert second == (set() if between == "a correction" else {"load_edges_merge"})
+    assert first[-1] == "load_edges_merge" and ("load_edges_create" in first) == (at > 1), first
+    assert first.index("load_edges_merge") > (first.index("load_edges_create") if at > 1 else -1)
+    switched = [r for r in caplog.records if "merges its edges from here on" in r.getMessage()]
+    assert len(switched) == 1
+    assert kg.kg.session.setting(backend.SOLE_LOAD, "unset") is None
+
+
+@pytest.mark.neo4j
+@pytest.mark.parametrize("second_writer", ["load", "correction"])
+def test_another_writer_waits_for_a_load_transaction_in_flight_that_creates_edges(neo4j_store, tmp_path, monkeypatch,
+                                                                                  second_writer):
+    """A second load, or a correction, begins while a transaction of a load
+    that creates edges is in flight: it waits for that transaction's commit
+    (the writers' locks) before it decides to merge or writes, so none of
+    the load's creates can land after another writer's write of the same edge."""
+    import engine.backends.neo4j.corrections as corrections
+    import engine.backends.neo4j.sink as backend
+    from engine.graph import Correction
+
+    path = write_nt(tmp_path / "first.nt", _lines(300))
+    monkeypatch.setattr(backend, "load_budget", lambda session: 20 * 1300)
+    order: list[str] = []
+    decided = threading.Event()
+    cut, write, done, decide = (backend.Neo4jSink._chunk_writer, backend._Chunk.write, backend._Chunk.done,
+                                backend.Neo4jSink._decide_writes)
+    kg = open_spec(neo4j_store, create=True)
+    sink = kg.need_sink()
+    if second_writer == "load":
+        second = threading.Thread(target=lambda: load_file(open_spec(neo4j_store).need_sink(), write_nt(
+            tmp_path / "second.nt", _lines(50, 250) + _lines(20, 0, "t"))))
+    else:
+        second = threading.Thread(target=lambda: open_spec(neo4j_store).need_corrections().apply(Correction(
+            id="c1", created="2026-12-07T00:00:00Z", reason="seen", added=[(iri("s299"), iri("r5"), iri("o49"))])))
+    not_sole = corrections._not_sole
+
+    def owned(self, quads, names, **how):
+        chunk = cut(self, quads, names, **how)
+        chunk.first = self is sink
+        return chunk
+
+    def holding(self, tx, steps):
+        if self.first and not second.is_alive() and not decided.is_set() and \
+                any(name == "load_edges_create" for name, _ in steps) and self.began:
+            second.start()  # this transaction holds a writer's lock, and has checked the mark
+            self.held = True
+            order.append("second began" if not decided.wait(5) else "second decided while the first wrote")
+        write(self, tx, steps)
+
+    def committed(self):
+        if getattr(self, "held", False):
+            order.append("first committed")
+            self.held = False
+        done(self)
+
+    def deciding(self):
+        decide(self)
+        if self is not sink:
+            order.append("second decided")
+            decided.set()
+
+    def correcting(tx):
+        not_sole(tx)
+        order.append("second decided")
+        decided.set()
+
+    monkeypatch.setattr(backend.Neo4jSink, "_chunk_writer", owned)
+    monkeypatch.setattr(backend._Chunk, "write", holding)
+    monkeypatch.setattr(backend._Chunk, "done", committed)
+    monkeypatch.setattr(backend.Neo4jSink, "_decide_writes", deciding)
+    monkeypatch.setattr(corrections, "_not_sole", correcting)
+    load_file(sink, path, chunk_bytes=2048)
+    second.join(60)
+    assert order == ["second began", "first committed", "second decided"]
+    assert edges(kg) == (320 if second_writer == "load" else 300) and _count(neo4j_store, _REPEATED_EDGES) == 0
+
+
 def _transaction_cap(uri: str) -> int:
     """The server's cap on one transaction's memory in bytes (0: none)."""
     import neo4j

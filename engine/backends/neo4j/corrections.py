@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from engine.backends.common import sample_hash
 from engine.backends.neo4j.kg import refresh_summaries
 from engine.backends.neo4j.session import Neo4jSession
-from engine.backends.neo4j.sink import SOLE_LOAD, literal_parts
+from engine.backends.neo4j.sink import SOLE_LOAD, WRITER_KEYS, literal_parts
 from engine.graph import Correction, Fact, is_literal, literal_term, name_keys, stored_id
 from engine.queries import cypher, cypher_name, render_cypher
 
@@ -76,11 +76,11 @@ class Neo4jCorrections:
         c.status = "active"
 
         def work(tx) -> None:
+            _not_sole(tx)
             self._name(tx, c, True)
             changed = self._change(tx, c.id, c.removed, c.added)
             refresh_summaries(tx, self.session, c.removed, c.added, changed)
             self._save(tx, c)
-            _not_sole(tx)
 
         self.session.write_tx(work)
         self.session.changed()
@@ -95,11 +95,11 @@ class Neo4jCorrections:
         added, removed = stored(c.added), stored(c.removed)
 
         def work(tx) -> None:
+            _not_sole(tx)
             changed = self._change(tx, None, added, removed)  # restored facts carry no correction mark
             self._name(tx, c, False)
             refresh_summaries(tx, self.session, added, removed, changed)
             self._save(tx, c)
-            _not_sole(tx)
 
         self.session.write_tx(work)
         self.session.changed()
@@ -107,6 +107,9 @@ class Neo4jCorrections:
 
 
 def _not_sole(tx) -> None:
-    """A correction writes edges: no load is their only writer any more, so
-    the re-run of a killed load merges every edge (``Neo4jSink.begin``)."""
+    """A correction writes edges: no load is their only writer any more. It
+    waits for a load transaction that creates edges in flight (it takes the
+    writers' locks first); the load's later ones, and the re-run of a killed
+    load, merge every edge (``Neo4jSink._decide_writes``)."""
+    tx.run(cypher("load_writers_lock"), keys=list(WRITER_KEYS)).consume()
     tx.run(cypher("setting_set"), key=SOLE_LOAD, value="null").consume()

@@ -24,7 +24,9 @@ import threading
 from collections import ChainMap, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from queue import SimpleQueue
 from typing import Any
 
 import pyoxigraph as ox
@@ -84,6 +86,8 @@ PENDING = "samples_pending"  # setting: a load began and has not ended (its end 
 # after a kill creates edges too (``Neo4jSink.begin``)
 SOLE_LOAD = "sole_load"
 REACH_ALL = 1 << 62  # the reach of a chunk whose lines are not known (a stream format's): all of them
+# settings whose nodes are the locks of a load's writers (``Neo4jSink._decide_writes``)
+WRITER_KEYS = tuple(f"load_writer_{n}" for n in range(WRITERS))
 
 
 def literal_parts(term: ox.Literal) -> list:
@@ -202,7 +206,14 @@ class Neo4jSink(PendingWrites):
         self.session = session
         self._pending: list[ox.Quad] = []
         self._pending_names: list[tuple[str, str, str]] = []
-        self._fresh = False
+        self._fresh = False  # the load CREATEs its name keys too (a database without entities)
+        self._creates = False  # the load CREATEs its edges (``_decide_writes``)
+        self._empty = False  # the database had no entities when the load began
+        self._mark = "null"  # the load's sole-writer mark (``SOLE_LOAD``)
+        self._pending_before = False  # a load had begun and not ended when this one began
+        self._slots: SimpleQueue[str] = SimpleQueue()  # the writers' locks not held (WRITER_KEYS)
+        for key in WRITER_KEYS:
+            self._slots.put(key)
         self._seen: _HashSet | None = None  # hashes of the edges this load wrote (fresh loads only)
         self._seen_keys: _HashSet | None = None  # ... and of its name keys
         self._writers: ThreadPoolExecutor | None = None  # chunk transactions of a load
@@ -247,40 +258,63 @@ class Neo4jSink(PendingWrites):
     def begin(self) -> None:
         from engine.backends.neo4j.kg import BIG_PAIRS, load_end_state
 
+        self._decide_writes()
         self._notes = self._follow_samples()
-        if load_end_state(self.session) != "made":
+        if self._empty or load_end_state(self.session) != "made":
             self._touched = None  # the load's end looks at the whole KG, not only at what it touched
         self.session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps("pending"))
         if not self.tx_memory:
             self.tx_memory = load_budget(self.session)
-        # A load into a database with no KG yet may CREATE its edges and name
-        # keys (checking for repeats within the load in memory), which is many
-        # times faster than MERGE on hubs; otherwise every edge is MERGEd. A
-        # database that holds entities but no edges (a names file loaded
-        # first) has no edge this load could repeat: it CREATEs its edges too.
-        self._fresh = self.session.run("kg_entities")[0]["n"] == 0
-        if self._fresh:
-            self._touched = None
-        self._seen, self._merge_below, self.replays = None, 0, False
-        if self._fresh or self.session.run("kg_edges")[0]["n"] == 0:
-            self._seen = _HashSet()
-            self.session.run("load_sole_begin", write=True, key=SOLE_LOAD, value=json.dumps(self._source or None))
-        else:  # (no mark: edges from more than one writer, every edge is MERGEd)
-            sole = self.session.setting(SOLE_LOAD, None)
-            if sole is not None and sole == self._source:
-                # The re-run of a killed load that created every edge there is:
-                # it is handed the triples of the lines before its checkpoint
-                # (``replay``) to drop their repeats, MERGEs up to the furthest
-                # line a transaction of the killed run wrote, and CREATEs after.
-                self._seen = _HashSet()
-                self._merge_below = self.session.run("load_reach_get", source=self._source)[0]["lines"]
-                self.replays = True
-            elif sole is not None:  # another source's load wrote edges: from now on, two writers
-                self.session.run("setting_set", write=True, key=SOLE_LOAD, value="null")
         # Name keys have no unique constraint, so two chunks in flight could
         # both MERGE one: each key goes to one chunk, whatever the database.
         self._seen_keys = _HashSet()
         self._writers = ThreadPoolExecutor(WRITERS, thread_name_prefix="tog-neo4j-load")
+
+    def _decide_writes(self) -> None:
+        """Whether this load CREATEs its edges (checking for repeats within
+        the load in memory), which is many times faster than MERGE on hubs,
+        or MERGEs every edge: decided in one transaction that holds every
+        writer's lock (``load_writers_lock``), so that no load transaction
+        that creates edges is in flight meanwhile.
+
+        A load creates when the KG has no edge (a new database, or one that
+        holds only names) and no other load may be writing: none began
+        without ending (``PENDING``), or the one that did was this source's.
+        It then marks itself the edges' only writer (``SOLE_LOAD``). The
+        re-run of a killed load that still holds the mark creates too: it is
+        handed the triples of the lines before its checkpoint (``replay``) to
+        drop their repeats, MERGEs up to the furthest line a transaction of
+        the killed run wrote, and CREATEs after. Any other load MERGEs, and
+        clears a mark it finds: a load that holds it then merges from its next
+        transaction on (``_write_chunk``)."""
+        mine = self._mark = json.dumps(self._source or None)
+        got: dict[str, Any] = {}
+
+        def decide(tx) -> None:
+            tx.run(cypher("load_writers_lock"), keys=list(WRITER_KEYS)).consume()
+            entities = tx.run(cypher("kg_entities")).single()["n"]
+            edges = tx.run(cypher("kg_edges")).single()["n"] if entities else 0
+            mark, pending = (_setting(tx, key) for key in (SOLE_LOAD, PENDING))
+            own = mark == mine and mine != "null"
+            if edges == 0 and (own or (mark in (None, "null") and pending != "true")):
+                how, reach = "create", 0
+                tx.run(cypher("load_sole_begin"), key=SOLE_LOAD, value=mine).consume()
+            elif own:
+                how, reach = "resume", tx.run(cypher("load_reach_get"), source=self._source).single()["lines"]
+            else:
+                how, reach = "merge", 0
+                if mark not in (None, "null"):  # another source's load wrote edges: from now on, two writers
+                    tx.run(cypher("setting_set"), key=SOLE_LOAD, value="null").consume()
+            tx.run(cypher("setting_set"), key=PENDING, value="true").consume()
+            got.update(entities=entities, how=how, reach=reach, pending=pending == "true")
+
+        self.session.write_tx(decide)
+        self._empty = got["entities"] == 0
+        self._creates = got["how"] != "merge"
+        self._fresh = self._empty and self._creates  # its name keys are new too
+        self._seen = _HashSet() if self._creates else None
+        self._merge_below, self.replays = got["reach"], got["how"] == "resume"
+        self._pending_before = got["pending"]
 
     def end(self) -> None:
         self._pending.clear()
@@ -295,7 +329,7 @@ class Neo4jSink(PendingWrites):
             self._inflight.clear()
             self._writers.shutdown()
             self._writers = None
-        self._fresh = self.replays = False
+        self._fresh = self._creates = self.replays = False
         self._seen = self._seen_keys = None
         self._node_ids = {}
         notes, self._notes = self._notes, None
@@ -323,8 +357,7 @@ class Neo4jSink(PendingWrites):
         session = self.session
         session.run_batched("schema_clear")
         kept = session.run("summaries_count")[0]["samples"]
-        followed = bool(kept) and kept <= KEEP_MAX and not session.setting(PENDING, False)
-        session.run("setting_set", write=True, key=PENDING, value="true")
+        followed = bool(kept) and kept <= KEEP_MAX and not self._pending_before  # (set now: ``_decide_writes``)
         if not followed:
             if kept:  # the big pairs of hubs the load does not touch lose theirs too: its end samples them all
                 self._touched = None
@@ -410,13 +443,21 @@ class Neo4jSink(PendingWrites):
         hubs can deadlock again and again (a resumed 1M-triple load, merging,
         failed that way after the driver's 15 s of retries). Whatever
         committed of a chunk whose last transaction never did is written
-        again by the re-run (which MERGEs those lines: it adds nothing twice)."""
+        again by the re-run (which MERGEs those lines: it adds nothing twice).
+
+        A transaction that creates edges or name keys first takes a writer's
+        lock and checks that the load is still their only writer
+        (``_decide_writes``); if another load or a correction has begun
+        since, it and every later one MERGE instead."""
         todo = _transactions(chunk.steps(), self.tx_memory)
         alone = False
         while todo:
             steps = todo.pop(0)
 
-            def work(tx, steps=steps, last=not todo) -> None:
+            def work(tx, steps=steps, last=not todo, slot="") -> None:
+                if slot and tx.run(cypher("load_writer_check"), slot=slot, key=SOLE_LOAD).single()["value"] \
+                        != self._mark:
+                    raise _NotSole
                 if first is not None and not chunk.began:
                     first(tx)
                 chunk.write(tx, steps)
@@ -425,17 +466,29 @@ class Neo4jSink(PendingWrites):
 
             try:
                 with self._gate.alone() if alone else self._gate.shared():
+                    slot = self._slots.get() if chunk.creates() else ""
                     try:
                         # (written alone, a deadlock with something else is the driver's to retry)
-                        self.session.write_tx(work, refusals=MEMORY_REFUSALS if alone else LOAD_REFUSALS)
+                        self.session.write_tx(partial(work, slot=slot),
+                                              refusals=MEMORY_REFUSALS if alone else LOAD_REFUSALS)
                     except StoreError as e:  # refused on commit, or a deadlock's victim
                         if e.code in MEMORY_REFUSALS:
                             raise _Refused(str(e).split(" failed: ", 1)[-1]) from None
                         if e.code == DEADLOCK:
                             raise _Deadlocked from None
                         raise
+                    finally:
+                        if slot:
+                            self._slots.put(slot)
                 chunk.done()
                 alone = False
+            except _NotSole:
+                if self._creates:
+                    log.info("another load or a correction began writing edges: this load merges its edges "
+                             "from here on")
+                self._creates = self._fresh = False  # (the chunks already cut switch as this one does)
+                chunk.kind, chunk.new_keys = "merge", False
+                todo = _transactions(_merging([step for tx in [steps, *todo] for step in tx]), self.tx_memory)
             except _Deadlocked:
                 log.info("a load transaction deadlocked with the load's other writer: writing it again alone")
                 todo.insert(0, steps)
@@ -486,7 +539,7 @@ class Neo4jSink(PendingWrites):
             edges = self._seen.new(edges)
             self._seen.commit()
         chunk = _Chunk(entity_rows, sorted(value_rows.values()), edges, keys, names[0][2] if names else "",
-                       "create" if self._seen is not None and not merge else "merge", known, cache,
+                       "create" if self._creates and not merge else "merge", known, cache,
                        new_keys=self._fresh)
         if self._notes is not None:
             chunk.noted = (self._notes, self._notes.chunk(edges))
@@ -515,17 +568,14 @@ class _Chunk:
         """What the chunk writes, as (statement, rows) in order: its nodes,
         whose ids then address the edges, then the name keys."""
         keys = "load_name_keys_create" if self.new_keys else "load_name_keys"
-        if self.kind == "create":
-            edges = [("load_edges_create", part) for part in chunks(self.edges, WRITE_BATCH)]
-        else:  # a statement per relation: its type named in the text (load_edges_merge.cypher)
-            by_type: dict[str, list] = defaultdict(list)
-            for edge in self.edges:
-                by_type[edge[1]].append(edge)
-            edges = [("load_edges_merge", part) for rows in by_type.values() for part in chunks(rows, WRITE_BATCH)]
         return ([("load_entities", part) for part in chunks(self.entities, WRITE_BATCH)]
                 + [("load_values", part) for part in chunks(self.values, WRITE_BATCH)]
-                + edges
+                + _edge_steps(self.kind, self.edges)
                 + [(keys, part) for part in chunks(self.keys, WRITE_BATCH)])
+
+    def creates(self) -> bool:
+        """Whether it CREATEs edges or name keys."""
+        return self.kind == "create" or self.new_keys
 
     def write(self, tx, steps: Sequence[Step]) -> None:
         """Some of ``steps()`` in the transaction ``tx`` (the driver may run
@@ -569,8 +619,39 @@ class _Chunk:
 Step = tuple[str, Sequence]  # (statement, rows) of a load chunk
 
 
+def _edge_steps(kind: str, edges: Sequence[tuple[str, str, str]]) -> list[Step]:
+    """The steps that CREATE (``kind`` "create") or MERGE ``edges``."""
+    if kind == "create":
+        return [("load_edges_create", part) for part in chunks(edges, WRITE_BATCH)]
+    by_type: dict[str, list] = defaultdict(list)  # a MERGE per relation: its type named in its text
+    for edge in edges:
+        by_type[edge[1]].append(edge)
+    return [("load_edges_merge", part) for rows in by_type.values() for part in chunks(rows, WRITE_BATCH)]
+
+
+def _merging(steps: Sequence[Step]) -> list[Step]:
+    """``steps`` with their edges and name keys MERGEd rather than CREATEd
+    (in their place: after the nodes they address)."""
+    out: list[Step] = []
+    edges: list[tuple[str, str, str]] = []
+    at = None
+    for statement, rows in steps:
+        if statement == "load_edges_create":
+            at = len(out) if at is None else at
+            edges.extend(rows)
+        else:
+            out.append(("load_name_keys" if statement == "load_name_keys_create" else statement, rows))
+    if at is not None:
+        out[at:at] = _edge_steps("merge", edges)
+    return out
+
+
 class _Refused(Exception):
     """The server refused a load transaction for lack of memory."""
+
+
+class _NotSole(Exception):
+    """A load that created edges is no longer their only writer."""
 
 
 class _Deadlocked(Exception):
@@ -700,6 +781,12 @@ class _SampleNotes:
                     merged += 1
         tx.run(cypher("setting_set"), key=PENDING, value="false").consume()
         self.merged = merged
+
+
+def _setting(tx, key: str) -> str | None:
+    """A setting's stored text (JSON) read in the transaction ``tx``; None if unset."""
+    row = tx.run(cypher("setting_get"), key=key).single()
+    return row["value"] if row else None
 
 
 def _joined(checkpoint: dict | None, parts: list[dict]) -> dict:
