@@ -44,11 +44,15 @@ sys.path.insert(0, str(HERE))
 
 
 def clear(uri: str, user: str, password: str) -> None:
+    """Empty the database, in transactions of 1,000 deletions: against a
+    128 MB cap on one transaction (NEO4J_TX_MEMORY=128m), the first 5,000
+    edges of the 10M-triple graph were refused at commit, and so were 5,000
+    of its nodes."""
     import neo4j
 
     with neo4j.GraphDatabase.driver(uri, auth=(user, password)) as driver, driver.session() as s:
-        s.run("MATCH ()-[r]->() CALL (r) { DELETE r } IN TRANSACTIONS OF 5000 ROWS").consume()
-        s.run("MATCH (n) CALL (n) { DELETE n } IN TRANSACTIONS OF 5000 ROWS").consume()
+        s.run("MATCH ()-[r]->() CALL (r) { DELETE r } IN TRANSACTIONS OF 1000 ROWS").consume()
+        s.run("MATCH (n) CALL (n) { DELETE n } IN TRANSACTIONS OF 1000 ROWS").consume()
 
 
 def load_rate(spec: str, file: Path) -> tuple[float, int, dict]:
