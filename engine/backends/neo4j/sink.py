@@ -10,9 +10,10 @@ writes a ``TogLoadPart`` for its lines, and ``resume`` continues after the
 parts that follow the last checkpoint without a gap.  A killed load thus
 resumes after its last committed prefix; chunks past a gap, or whose last
 transaction never committed, are written again, which adds nothing: a load
-that creates its edges (into a database without any) also writes, with each
-chunk's first transaction, a ``TogLoadReach`` of its last line, and its
-re-run merges the lines up to the furthest before it creates again.
+that creates its edges (into a database without any, as their only writer)
+also writes, with each chunk's first transaction, a ``TogLoadReach`` of its
+last line, and its re-run merges the lines up to the furthest before it
+creates again.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ import re
 import threading
 from collections import ChainMap, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from functools import partial
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from queue import SimpleQueue
 from typing import Any
 
@@ -83,7 +84,7 @@ TOUCHED_MAX = 500_000  # entities a load follows for its biggest pairs (past tha
 PENDING = "samples_pending"  # setting: a load began and has not ended (its end merges or forgets the samples)
 # setting: the source whose load created every KG edge (a load into a database without
 # edges), until it completes or another load or a correction writes edges; its re-run
-# after a kill creates edges too (``Neo4jSink.begin``)
+# after a kill creates edges too (``Neo4jSink._decide_writes``)
 SOLE_LOAD = "sole_load"
 REACH_ALL = 1 << 62  # the reach of a chunk whose lines are not known (a stream format's): all of them
 # settings whose nodes are the locks of a load's writers (``Neo4jSink._decide_writes``)
