@@ -716,7 +716,53 @@ def test_a_load_that_creates_edges_merges_once_another_writer_begins(neo4j_store
     assert first.index("load_edges_merge") > (first.index("load_edges_create") if at > 1 else -1)
     switched = [r for r in caplog.records if "merges its edges from here on" in r.getMessage()]
     assert len(switched) == 1
+    told = [r for r in caplog.records if "began and has not ended" in r.getMessage()]
+    assert len(told) == (1 if at == 1 else 0)  # (the other load met no edge, yet merged)
     assert kg.kg.session.setting(backend.SOLE_LOAD, "unset") is None
+
+
+@pytest.mark.neo4j
+@pytest.mark.parametrize("next_load", ["its own re-run", "another file"])
+def test_after_a_load_killed_outright_only_its_own_re_run_creates_edges(neo4j_store, tmp_path, monkeypatch, caplog,
+                                                                         next_load):
+    """A load killed before it wrote an edge, and before its end (as a kill
+    -9 would leave it), cannot be told from one still running: another
+    file's load then merges, and says why in one line; the killed load's
+    own re-run creates, as its mark shows it was the only writer."""
+    import logging
+
+    import engine.backends.neo4j.sink as backend
+
+    first = write_nt(tmp_path / "first.nt", _lines(300))
+
+    def dead(self, tx, steps):
+        raise _Killed
+
+    monkeypatch.setattr(backend._Chunk, "write", dead)
+    monkeypatch.setattr(backend.Neo4jSink, "end", lambda self: None)  # killed outright: its end never runs
+    kg = open_spec(neo4j_store, create=True)
+    sink = kg.need_sink()
+    with pytest.raises(_Killed):
+        load_file(sink, first, chunk_bytes=2048)
+    sink._writers.shutdown()
+    monkeypatch.undo()
+    assert edges(kg) == 0 and kg.kg.stats()["entities"] == 0
+    sent: list[str] = []
+    statement = backend.edges_statement
+
+    def noted(name, rows, ids):
+        sent.append(name)
+        return statement(name, rows, ids)
+
+    monkeypatch.setattr(backend, "edges_statement", noted)
+    again = open_spec(neo4j_store)
+    path = first if next_load == "its own re-run" else write_nt(tmp_path / "second.nt", _lines(70, 250))
+    with caplog.at_level(logging.INFO, logger="tog"):
+        load_file(again.need_sink(), path, chunk_bytes=2048)
+    told = [r for r in caplog.records if "began and has not ended" in r.getMessage()]
+    assert edges(again) == (300 if next_load == "its own re-run" else 70)
+    assert set(sent) == ({"load_edges_create"} if next_load == "its own re-run" else {"load_edges_merge"})
+    assert len(told) == (0 if next_load == "its own re-run" else 1)
 
 
 @pytest.mark.neo4j

@@ -307,7 +307,7 @@ class Neo4jSink(PendingWrites):
                 if mark not in (None, "null"):  # another source's load wrote edges: from now on, two writers
                     tx.run(cypher("setting_set"), key=SOLE_LOAD, value="null").consume()
             tx.run(cypher("setting_set"), key=PENDING, value="true").consume()
-            got.update(entities=entities, how=how, reach=reach, pending=pending == "true")
+            got.update(entities=entities, edges=edges, how=how, reach=reach, pending=pending == "true")
 
         self.session.write_tx(decide)
         self._empty = got["entities"] == 0
@@ -316,6 +316,9 @@ class Neo4jSink(PendingWrites):
         self._seen = _HashSet() if self._creates else None
         self._merge_below, self.replays = got["reach"], got["how"] == "resume"
         self._pending_before = got["pending"]
+        if got["how"] == "merge" and not got["edges"]:
+            log.info("another load into this database began and has not ended (it is running, or was killed): "
+                     "this load merges every edge rather than create them, which is slower")
 
     def end(self) -> None:
         self._pending.clear()
