@@ -1,7 +1,11 @@
 // A correction makes an entity: the node, its name and its linking key
-// (tagged with the correction, so a revert finds exactly these).
+// (tagged with the correction, so a revert finds exactly these). The key is
+// looked up by entity, never by key (load_name_keys.cypher says why).
 MERGE (e:Entity {id: $id})
   ON CREATE SET e.sk = $sk
 SET e.name = coalesce(e.name, $name)
-MERGE (n:TogName {key: $key, entity: $id})
-  ON CREATE SET n.source = $source
+WITH e
+OPTIONAL MATCH (n:TogName {entity: $id}) USING INDEX n:TogName(entity)
+WHERE n.key = $key
+WITH count(n) AS found WHERE found = 0
+CREATE (:TogName {key: $key, entity: $id, source: $source})

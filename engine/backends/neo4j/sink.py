@@ -60,11 +60,12 @@ TX_MEMORY = 48 << 20
 # Without a cap, 48 MB: 8 MB took 351.0 s for 10M triples, against 304.6.
 CAP_SHARE = 16
 # Bytes of transaction state per row, by statement: Neo4j 5.26's own
-# estimate (estimatedUsedHeapMemory) for 20,000 rows of each, rounded up.
-# A chunk of 16 MB of name lines is 160k new entities and name keys: about
-# 640 MB.
+# estimate (estimatedUsedHeapMemory) for 20,000 rows of each, rounded up;
+# load_name_keys also holds its rows to group them (PROFILE: 10.3 MB for
+# 40,000). A chunk of 16 MB of name lines is 160k new entities and name
+# keys: about 640 MB.
 ROW_MEMORY = {"load_entities": 2600, "load_values": 2600, "load_edges_create": 1300, "load_edges_merge": 1300,
-              "load_name_keys_create": 1400, "load_name_keys": 1400}
+              "load_name_keys_create": 1400, "load_name_keys": 1700}
 # what a server says when a transaction would pass its memory limits (of all
 # transactions at once; of one)
 MEMORY_REFUSALS = {"Neo.TransientError.General.MemoryPoolOutOfMemoryError",
