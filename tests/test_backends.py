@@ -282,12 +282,17 @@ def test_repeated_lines_and_bad_lines(store_spec, tmp_path):
     assert sorted(c.node.name for c in found) == ["b", "c", "x"]
 
 
+def _lines(n: int, at: int = 0, who: str = "s") -> list[str]:
+    """``n`` N-Triples lines from ``at``: ``who``i relates to one of 50 objects by one of 7 relations."""
+    return [f"<{iri(f'{who}{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(at, at + n)]
+
+
 class _Killed(BaseException):
     pass
 
 
 def test_a_load_killed_between_chunks_resumes_exactly(store_spec, tmp_path, monkeypatch):
-    lines = [f"<{iri(f's{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(400)]
+    lines = _lines(400)
     lines += lines[:40]  # repeats across chunks
     path = write_nt(tmp_path / "many.nt", lines)
     kg = open_spec(store_spec, create=True)
@@ -326,7 +331,7 @@ def test_chunks_committed_out_of_order_resume_after_the_gap(neo4j_store, tmp_pat
     committed: the re-run resumes after chunk 1 (not 3) and ends exact."""
     import engine.backends.neo4j.sink as backend
 
-    lines = [f"<{iri(f's{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(400)]
+    lines = _lines(400)
     path = write_nt(tmp_path / "many.nt", lines)
     made, third_done = [], threading.Event()
     make, write, committed = backend.Neo4jSink._chunk_writer, backend._Chunk.write, backend._Chunk.committed
@@ -488,7 +493,7 @@ def test_a_load_killed_between_the_transactions_of_a_chunk_resumes_exactly(neo4j
     checkpoint of that chunk, and its re-run writes it again, adding nothing twice."""
     import engine.backends.neo4j.sink as backend
 
-    lines = [f"<{iri(f's{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(400)]
+    lines = _lines(400)
     lines += [f'<{iri(f"s{i}")}> <{RDFS_LABEL}> "s {i}" .' for i in range(0, 400, 3)]
     path = write_nt(tmp_path / "many.nt", lines)
     monkeypatch.setattr(backend, "load_budget", lambda session: 60 * 2600)  # 60 entities a transaction
@@ -559,7 +564,7 @@ def test_a_resumed_neo4j_load_creates_the_edges_past_those_its_killed_run_wrote(
     import engine.backends.neo4j.sink as backend
 
     if fmt == "nt":
-        lines = [f"<{iri(f's{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(300)]
+        lines = _lines(300)
     else:  # nodes by name: a converter reads the lines before the checkpoint again
         lines = [f"thing number {i}|relation {i % 7}|other thing {i % 50}" for i in range(300)]
     lines += lines[:30] + lines[100:110]  # repeats of lines before the checkpoint, and after it
@@ -592,7 +597,7 @@ def test_a_killed_neo4j_load_merges_when_resumed_after_other_writes(neo4j_store,
     import engine.backends.neo4j.sink as backend
     from engine.graph import Correction
 
-    lines = [f"<{iri(f's{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(300)]
+    lines = _lines(300)
     path = write_nt(tmp_path / "many.nt", lines)
     monkeypatch.setattr(backend, "load_budget", lambda session: 20 * 1300)
     sent: list[str] = []
@@ -621,7 +626,7 @@ def test_a_load_transaction_that_deadlocks_with_the_other_writer_is_written_agai
 
     import engine.backends.neo4j.sink as backend
 
-    lines = [f"<{iri(f's{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(300)]
+    lines = _lines(300)
     path = write_nt(tmp_path / "many.nt", lines)
     made, write = [], backend._Chunk.write
     held = {2: threading.Event(), 3: threading.Event()}
@@ -653,10 +658,6 @@ def test_a_load_transaction_that_deadlocks_with_the_other_writer_is_written_agai
     alone = [r for r in caplog.records if "writing it again alone" in r.getMessage()]
     assert len(alone) == 1 and len(made) > 3
     assert edges(kg) == 300 and report.lines == 300 and _count(neo4j_store, _REPEATED_EDGES) == 0
-
-
-def _lines(n: int, at: int = 0, who: str = "s") -> list[str]:
-    return [f"<{iri(f'{who}{i}')}> <{iri(f'r{i % 7}')}> <{iri(f'o{i % 50}')}> ." for i in range(at, at + n)]
 
 
 @pytest.mark.neo4j
