@@ -13,7 +13,9 @@ transaction never committed, are written again, which adds nothing: a load
 that creates its edges (into a database without any, as their only writer)
 also writes, with each chunk's first transaction, a ``TogLoadReach`` of its
 last line, and its re-run merges the lines up to the furthest before it
-creates again.
+creates again. Whether a load is the edges' only writer rests on the list of
+loads running (``_Running``), where a killed load is told from a running one
+by a lock its open transaction holds.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import json
 import logging
 import re
 import threading
+import uuid
 from collections import ChainMap, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -90,6 +93,15 @@ SOLE_LOAD = "sole_load"
 REACH_ALL = 1 << 62  # the reach of a chunk whose lines are not known (a stream format's): all of them
 # settings whose nodes are the locks of a load's writers (``Neo4jSink._decide_writes``)
 WRITER_KEYS = tuple(f"load_writer_{n}" for n in range(WRITERS))
+# How long a load waits for the lock of another load listed as running before
+# it counts that load as running (``_Running.others``): a killed load's lock is
+# free at once, and a running load's never is, so the wait only has to outlast
+# a busy server's taking of a free lock.
+PROBE_SECONDS = 1.0
+# what a server says to a transaction that waited for a lock past its timeout
+LOCK_WAITED = {"Neo.ClientError.Transaction.LockClientStopped",
+               "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration",
+               "Neo.ClientError.Transaction.TransactionTimedOut"}
 
 
 def literal_parts(term: ox.Literal) -> list:
@@ -213,6 +225,7 @@ class Neo4jSink(PendingWrites):
         self._empty = False  # the database had no entities when the load began
         self._mark = "null"  # the load's sole-writer mark (``SOLE_LOAD``)
         self._pending_before = False  # a load had begun and not ended when this one began
+        self._running: _Running | None = None  # this load's entry among the loads running
         self._slots: SimpleQueue[str] = SimpleQueue()  # the writers' locks not held (WRITER_KEYS)
         for key in WRITER_KEYS:
             self._slots.put(key)
@@ -260,13 +273,17 @@ class Neo4jSink(PendingWrites):
     def begin(self) -> None:
         from engine.backends.neo4j.kg import BIG_PAIRS, load_end_state
 
-        self._decide_writes()
-        self._notes = self._follow_samples()
-        if self._empty or load_end_state(self.session) != "made":
-            self._touched = None  # the load's end looks at the whole KG, not only at what it touched
-        self.session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps("pending"))
-        if not self.tx_memory:
-            self.tx_memory = load_budget(self.session)
+        try:
+            self._decide_writes()
+            self._notes = self._follow_samples()
+            if self._empty or load_end_state(self.session) != "made":
+                self._touched = None  # the load's end looks at the whole KG, not only at what it touched
+            self.session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps("pending"))
+            if not self.tx_memory:
+                self.tx_memory = load_budget(self.session)
+        except BaseException:  # (a load that did not begin has no end)
+            self._release_running()
+            raise
         # Name keys have no unique constraint, so two chunks in flight could
         # both MERGE one: each key goes to one chunk, whatever the database.
         self._seen_keys = _HashSet()
@@ -280,28 +297,33 @@ class Neo4jSink(PendingWrites):
         that creates edges is in flight meanwhile.
 
         A load creates when the KG has no edge (a new database, or one that
-        holds only names) and no other load may be writing: none began
-        without ending (``PENDING``), or the one that did was this source's.
-        It then marks itself the edges' only writer (``SOLE_LOAD``). The
-        re-run of a killed load that still holds the mark creates too: it is
-        handed the triples of the lines before its checkpoint (``replay``) to
-        drop their repeats, MERGEs up to the furthest line a transaction of
-        the killed run wrote, and CREATEs after. Any other load MERGEs, and
-        clears a mark it finds: a load that holds it then merges from its next
-        transaction on (``_write_chunk``)."""
+        holds only names) and no other load is running (``_Running``: a load
+        killed outright is not). It then marks itself the edges' only writer
+        (``SOLE_LOAD``). The re-run of a killed load that still holds the
+        mark creates too, when no other load runs: it is handed the triples
+        of the lines before its checkpoint (``replay``) to drop their
+        repeats, MERGEs up to the furthest line a transaction of the killed
+        run wrote, and CREATEs after. Any other load MERGEs, and clears a mark
+        it finds: a load that holds it then merges from its next transaction
+        on (``_write_chunk``)."""
         mine = self._mark = json.dumps(self._source or None)
         got: dict[str, Any] = {}
+        running = self._running = _Running(self.session)
+        running.hold(self._source)
+        running.others()  # (the entries of killed loads go)
 
         def decide(tx) -> None:
             tx.run(cypher("load_writers_lock"), keys=list(WRITER_KEYS)).consume()
             entities = tx.run(cypher("kg_entities")).single()["n"]
             edges = tx.run(cypher("kg_edges")).single()["n"] if entities else 0
             mark, pending = (_setting(tx, key) for key in (SOLE_LOAD, PENDING))
+            # (one that began since the probe is running, or was killed a moment ago: either way, merge)
+            others = bool(tx.run(cypher("load_runs_other"), token=running.token).data())
             own = mark == mine and mine != "null"
-            if edges == 0 and (own or (mark in (None, "null") and pending != "true")):
+            if edges == 0 and not others:  # (a mark found is a killed load's, which wrote no edge)
                 how, reach = "create", 0
                 tx.run(cypher("load_sole_begin"), key=SOLE_LOAD, value=mine).consume()
-            elif own:
+            elif own and not others:
                 how, reach = "resume", tx.run(cypher("load_reach_get"), source=self._source).single()["lines"]
             else:
                 how, reach = "merge", 0
@@ -318,8 +340,8 @@ class Neo4jSink(PendingWrites):
         self._merge_below, self.replays = got["reach"], got["how"] == "resume"
         self._pending_before = got["pending"]
         if got["how"] == "merge" and not got["edges"]:
-            log.info("another load into this database began and has not ended (it is running, or was killed): "
-                     "this load merges every edge rather than create them, which is slower")
+            log.info("another load into this database is running: this load merges every edge rather than "
+                     "create them, which is slower")
 
     def end(self) -> None:
         self._pending.clear()
@@ -348,6 +370,13 @@ class Neo4jSink(PendingWrites):
                 self.samples_merged += notes.merged
         except StoreError:
             pass  # the connection is gone: the load has failed already, and its re-run clears them
+        finally:
+            self._release_running()
+
+    def _release_running(self) -> None:
+        running, self._running = self._running, None
+        if running is not None:
+            running.release()
 
     def _follow_samples(self) -> _SampleNotes | None:
         """The look-ahead schema is forgotten (it is remade when needed); the
@@ -460,9 +489,10 @@ class Neo4jSink(PendingWrites):
             steps = todo.pop(0)
 
             def work(tx, steps=steps, last=not todo, slot="") -> None:
-                if slot and tx.run(cypher("load_writer_check"), slot=slot, key=SOLE_LOAD).single()["value"] \
-                        != self._mark:
-                    raise _NotSole
+                if slot:
+                    mark = tx.run(cypher("load_writer_check"), slot=slot, key=SOLE_LOAD).single()["value"]
+                    if mark != self._mark:
+                        raise _NotSole(mark)
                 if first is not None and not chunk.began:
                     first(tx)
                 chunk.write(tx, steps)
@@ -487,7 +517,9 @@ class Neo4jSink(PendingWrites):
                             self._slots.put(slot)
                 chunk.done()
                 alone = False
-            except _NotSole:
+            except _NotSole as e:
+                if e.args[0] not in (None, "null"):  # another load took this one for killed, and creates
+                    self.session.run("load_writers_share", write=True, keys=list(WRITER_KEYS), key=SOLE_LOAD)
                 if self._creates:
                     log.info("another load or a correction began writing edges: this load merges its edges "
                              "from here on")
@@ -649,6 +681,65 @@ def _merging(steps: Sequence[Step]) -> list[Step]:
     if at is not None:
         out[at:at] = _edge_steps("merge", edges)
     return out
+
+
+class _Running:
+    """A load's entry among the loads running (a ``TogLoadRun`` node),
+    write-locked by a transaction the load holds open until its end. The
+    server rolls that transaction back when the load's connection closes,
+    as it does when its process is killed: a load that can take another's
+    lock knows that one was killed, not running, with no clock or lease to
+    renew. A load whose own hold is lost (a dropped connection, a server's
+    transaction timeout) may be taken for killed by a load that begins:
+    that one may then create edges, and the first load's next creating
+    transaction finds its mark and makes both merge (``_write_chunk``)."""
+
+    def __init__(self, session: Neo4jSession) -> None:
+        self.session = session
+        self.token = uuid.uuid4().hex
+        self._held: tuple[Any, Any] | None = None  # (driver session, open transaction)
+
+    def hold(self, source: str) -> None:
+        session = self.session
+        session.run("load_run_begin", write=True, token=self.token, source=source)
+        try:
+            held = session.driver.session(database=session.database)
+            self._held = (held, held.begin_transaction())
+            self._held[1].run(cypher("load_run_hold"), token=self.token).consume()
+        except (session.nx.DriverError, session.nx.Neo4jError, OSError) as e:
+            self.release()
+            raise session.error(e) from e
+
+    def others(self) -> int:
+        """How many other loads are running. Each listed is asked for its
+        lock, for up to PROBE_SECONDS: the entry of a load whose lock is
+        free (it was killed) goes."""
+        session, running = self.session, 0
+        for row in session.run("load_runs_other", token=self.token):
+            try:
+                with session.driver.session(database=session.database) as probe, \
+                        probe.begin_transaction(timeout=PROBE_SECONDS) as tx:
+                    tx.run(cypher("load_run_end"), token=row["token"]).consume()
+                    tx.commit()
+            except session.nx.Neo4jError as e:
+                if e.code not in LOCK_WAITED:
+                    raise session.error(e) from e
+                running += 1
+            except (session.nx.DriverError, OSError) as e:
+                raise session.error(e) from e
+        return running
+
+    def release(self) -> None:
+        """The load ended: its hold and its entry go (if the connection is
+        gone, the entry stays, unlocked, until another load's ``others``)."""
+        held, self._held = self._held, None
+        try:
+            if held is not None:
+                held[1].close()  # (rolled back)
+                held[0].close()
+            self.session.run("load_run_end", write=True, token=self.token)
+        except (StoreError, self.session.nx.DriverError, self.session.nx.Neo4jError, OSError):
+            pass
 
 
 class _Refused(Exception):
