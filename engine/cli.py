@@ -134,10 +134,12 @@ def _note_server(s) -> None:
     if started:
         echo(f"note: {s.name} has not been warmed up since it started ({printable(started)}), so its first questions "
              f"pay its cold start (seconds); `tog warm --store {s.name}` takes that on instead", err=True)
-    if s.unfinished_load is not None and s.unfinished_load():
-        echo(f"note: a load into {s.name} has not finished (it is still running, or it stopped early: running it "
-             "again resumes it); answers may change once a load finishes, which brings the samples of crowded pairs "
-             "up to date", err=True)
+    how = s.unfinished_load() if s.unfinished_load is not None else None
+    if how:
+        echo(f"note: a load into {s.name} " + ("is running" if how == "running" else
+                                              "stopped before its end (killed, or failed): running it again resumes it")
+             + "; answers may change once a load finishes, which brings the samples of crowded pairs up to date",
+             err=True)
 
 
 _BESIDE_WRITER: list[str] = []  # stores this process reads beside their writer (see _fail_cleanly)

@@ -303,9 +303,9 @@ class Store:
     sink: BulkSink | None = None
     browser: RunBrowser | None = None
     warmth: ServerWarmth | None = None  # a server's: whether it was warmed up since it started
-    # a server's: whether a load into it began and has not finished (the embedded store builds what
-    # such a load left undone in its first question instead: OxigraphKG.ready)
-    unfinished_load: Callable[[], bool] | None = None
+    # a server's: None, or how a load into it that began has not finished: "running", or "stopped"
+    # (the embedded store builds what such a load left undone in its first question instead: OxigraphKG.ready)
+    unfinished_load: Callable[[], str | None] | None = None
     absent: dict[str, str] = field(default_factory=dict)
     closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
 

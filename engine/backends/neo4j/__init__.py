@@ -21,7 +21,7 @@ from __future__ import annotations
 from engine.backends import NEO4J_SCHEMES as SCHEMES
 from engine.backends import is_neo4j_uri
 from engine.backends.neo4j.corrections import Neo4jCorrections
-from engine.backends.neo4j.kg import Neo4jKG, load_unfinished
+from engine.backends.neo4j.kg import Neo4jKG, unfinished_load
 from engine.backends.neo4j.runs import Neo4jBrowser, Neo4jRunLog
 from engine.backends.neo4j.session import Neo4jSession
 from engine.backends.neo4j.sink import Neo4jSink
@@ -49,4 +49,4 @@ def open_neo4j(uri: str, *, user: str | None = None, password: str | None = None
     kg = Neo4jKG(session, policy)
     return Store(session.uri, kg, runs, Neo4jCorrections(session), Neo4jSink(session),
                  browser=Neo4jBrowser(kg), warmth=Neo4jWarmth(session),
-                 unfinished_load=lambda: load_unfinished(session), closers=[session.close])
+                 unfinished_load=lambda: unfinished_load(session), closers=[session.close])

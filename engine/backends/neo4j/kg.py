@@ -113,6 +113,17 @@ def load_unfinished(session: Neo4jSession) -> bool:
     return session.setting(BIG_PAIRS, None) == "pending"
 
 
+def unfinished_load(session: Neo4jSession) -> str | None:
+    """None, or how a load that began has not finished: "running", or
+    "stopped" before its end (killed, or failed), when no load that lists
+    itself as running holds its lock (``sink.running_loads``)."""
+    from engine.backends.neo4j.sink import running_loads
+
+    if not load_unfinished(session):
+        return None
+    return "running" if running_loads(session) else "stopped"
+
+
 def load_end_state(session: Neo4jSession) -> str:
     """Whether the database has what a load's end makes (``sample_big``:
     its biggest pairs sampled past SORT_MAX, every hub counted): "made";

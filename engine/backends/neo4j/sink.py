@@ -683,6 +683,26 @@ def _merging(steps: Sequence[Step]) -> list[Step]:
     return out
 
 
+def running_loads(session: Neo4jSession, but: str = "") -> int:
+    """How many loads (but the one whose token is ``but``) are running.
+    Each listed is asked for its lock, for up to PROBE_SECONDS: the entry
+    of a load whose lock is free (it was killed) goes."""
+    running = 0
+    for row in session.run("load_runs_other", token=but):
+        try:
+            with session.driver.session(database=session.database) as probe, \
+                    probe.begin_transaction(timeout=PROBE_SECONDS) as tx:
+                tx.run(cypher("load_run_end"), token=row["token"]).consume()
+                tx.commit()
+        except session.nx.Neo4jError as e:
+            if e.code not in LOCK_WAITED:
+                raise session.error(e) from e
+            running += 1
+        except (session.nx.DriverError, OSError) as e:
+            raise session.error(e) from e
+    return running
+
+
 class _Running:
     """A load's entry among the loads running (a ``TogLoadRun`` node),
     write-locked by a transaction the load holds open until its end. The
@@ -711,23 +731,8 @@ class _Running:
             raise session.error(e) from e
 
     def others(self) -> int:
-        """How many other loads are running. Each listed is asked for its
-        lock, for up to PROBE_SECONDS: the entry of a load whose lock is
-        free (it was killed) goes."""
-        session, running = self.session, 0
-        for row in session.run("load_runs_other", token=self.token):
-            try:
-                with session.driver.session(database=session.database) as probe, \
-                        probe.begin_transaction(timeout=PROBE_SECONDS) as tx:
-                    tx.run(cypher("load_run_end"), token=row["token"]).consume()
-                    tx.commit()
-            except session.nx.Neo4jError as e:
-                if e.code not in LOCK_WAITED:
-                    raise session.error(e) from e
-                running += 1
-            except (session.nx.DriverError, OSError) as e:
-                raise session.error(e) from e
-        return running
+        """How many other loads are running (``running_loads``)."""
+        return running_loads(self.session, self.token)
 
     def release(self) -> None:
         """The load ended: its hold and its entry go (if the connection is
