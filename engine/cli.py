@@ -135,10 +135,12 @@ def _note_server(s) -> None:
         echo(f"note: {s.name} has not been warmed up since it started ({printable(started)}), so its first questions "
              f"pay its cold start (seconds); `tog warm --store {s.name}` takes that on instead", err=True)
     how = s.unfinished_load() if s.unfinished_load is not None else None
-    if how:
-        echo(f"note: a load into {s.name} " + ("is running" if how == "running" else
-                                              "stopped before its end (killed, or failed): running it again resumes it")
-             + "; answers may change once a load finishes, which brings the samples of crowded pairs up to date",
+    if how == "running":
+        echo(f"note: a load into {s.name} is running; answers may change once it finishes, which brings the samples "
+             "of crowded pairs up to date", err=True)
+    elif how:
+        echo(f"note: a load into {s.name} stopped before its end (killed, or failed): running it again resumes it; "
+             "until then the first question that meets a hub or a crowded pair makes what its end would have (once)",
              err=True)
 
 

@@ -1442,7 +1442,7 @@ def test_questions_on_neo4j_say_in_one_line_that_a_load_has_not_finished(neo4j_s
     asked = tog("ask", question, "--store", neo4j_store, "--no-record")
     assert asked.exit_code == 0 and asked.stderr.count(note) == 1, asked.output
     line = next(line for line in asked.stderr.splitlines() if note in line)  # one line, naming the store
-    assert line.startswith(f"note: a load into {neo4j_store} stopped") and line.endswith("up to date")
+    assert line.startswith(f"note: a load into {neo4j_store} stopped") and line.endswith("(once)")
     assert os.environ["NEO4J_PASSWORD"] not in asked.stderr
     evaluated = tog("eval", METAQA / "questions.txt", "--limit", "1", "--store", neo4j_store, "--no-record",
                     "--out", tmp_path / "out.jsonl")

@@ -746,6 +746,7 @@ def test_neo4j_reads_a_big_pair_an_unfinished_load_grew_by_its_first_window(neo4
 
     from engine.backends.neo4j import kg as neo4j_kg
     from engine.backends.neo4j.kg import Neo4jKG, sample_id
+    from engine.backends.neo4j.sink import Neo4jSink
 
     monkeypatch.setattr(neo4j_kg, "SORT_MAX", 1500)
     r, hub = iri("r"), iri("hub")
@@ -758,12 +759,15 @@ def test_neo4j_reads_a_big_pair_an_unfinished_load_grew_by_its_first_window(neo4
     assert stopped.exit_code != 0 and "biggest pairs" not in stopped.output, stopped.output
     store = open_spec(neo4j_store)
     assert store.kg.pair_degree(hub, r, "out") == 1700
+    running = Neo4jSink(store.kg.session)  # (a question finishes a load that stopped, unless one runs)
+    running.begin()
     kg = Neo4jKG(store.kg.session)
     rows: list[int] = []
     run_text = kg._run_text
     monkeypatch.setattr(kg, "_run_text", lambda text, **params: rows.append(len(got := run_text(text, **params)))
                         or got)
     meanwhile = [c.node.id for c in kg.expand([(hub, Relation(r, "out"))], limit=5)]
+    running.end()
     assert len(meanwhile) == 5 and max(rows) <= 4 * 5 + 1, rows
     assert kg.made["unsorted_pairs"] == 1 and kg.made["crowded_pairs"] == 0
     assert not store.kg.session.run("samples_get", keys=[sample_id((hub, r, "out"))])
@@ -774,6 +778,59 @@ def test_neo4j_reads_a_big_pair_an_unfinished_load_grew_by_its_first_window(neo4
     kg = Neo4jKG(store.kg.session)
     after = [c.node.id for c in kg.expand([(hub, Relation(r, "out"))], limit=5)]
     assert after == sorted(xs, key=sample_key)[:5] and kg.made == {"crowded_pairs": 0, "hubs": 0, "unsorted_pairs": 0}
+
+
+@pytest.mark.neo4j
+def test_the_first_question_after_a_neo4j_load_stopped_before_its_end_makes_what_its_end_would_have(
+        neo4j_store, tmp_path, monkeypatch, tog, capsys):
+    """A load stopped before its end (here on a bad line) with no load
+    running: the first question that meets a crowded pair samples the big
+    pairs once, as the load's end would have, and reads the pair in the
+    sample order. If a load begins while it does, it records nothing: that
+    load's end samples them again. (The CLI's notes go to stderr.)"""
+    from conftest import open_spec
+
+    from engine.backends.neo4j import kg as neo4j_kg
+    from engine.backends.neo4j.kg import Neo4jKG, load_end_state, sample_id
+    from engine.backends.neo4j.sink import PENDING, Neo4jSink
+
+    monkeypatch.setattr(neo4j_kg, "SORT_MAX", 1500)
+    r, hub = iri("r"), iri("hub")
+    xs = [iri(f"x{i}") for i in range(1900)]
+    named = [f'<{x}> <{RDFS_LABEL}> "Thing {i}" .' for i, x in enumerate(xs)]
+    assert tog("load", write_nt(tmp_path / "names.nt", named), "--store", neo4j_store, "--no-progress").exit_code == 0
+    grow = write_nt(tmp_path / "grow.nt", [f"<{hub}> <{r}> <{x}> ." for x in xs[:1700]] + ["not a triple"])
+    assert tog("load", grow, "--store", neo4j_store, "--no-progress", "--max-errors", "0").exit_code != 0
+    store = open_spec(neo4j_store)
+    session = store.kg.session
+    assert load_end_state(session) == "pending"
+    kg = Neo4jKG(session)
+    capsys.readouterr()
+    first = [c.node.id for c in kg.expand([(hub, Relation(r, "out"))], limit=5)]
+    said = capsys.readouterr().err
+    assert first == sorted(xs[:1700], key=sample_key)[:5]
+    assert kg.made["unsorted_pairs"] == 0 and kg.made["crowded_pairs"] == 1
+    assert session.run("samples_get", keys=[sample_id((hub, r, "out"))])[0]["degree"] == 1700
+    assert load_end_state(session) == "made" and session.setting(PENDING, None) is False
+    assert said.count("stopped before its end") == 1 and "1 pairs sampled" in said, said
+    assert tog("ask", "what is x1", "--store", neo4j_store, "--no-record").stderr.count("note: a load into") == 0
+    # another stopped load grows the pair; a load begins while the next question samples it
+    grow = write_nt(tmp_path / "more.nt", [f"<{hub}> <{r}> <{x}> ." for x in xs[1700:]] + ["not a triple"])
+    assert tog("load", grow, "--store", neo4j_store, "--no-progress", "--max-errors", "0").exit_code != 0
+    kg = Neo4jKG(session)
+    sample_big, began = kg.sample_big, []
+
+    def meanwhile(*args, **kw):
+        made = sample_big(*args, **kw)
+        began.append(Neo4jSink(session))
+        began[0].begin()
+        return made
+
+    monkeypatch.setattr(kg, "sample_big", meanwhile)
+    kg.expand([(hub, Relation(r, "out"))], limit=5)
+    began[0].end()
+    assert began and load_end_state(session) == "pending"
+    assert capsys.readouterr().err.count("a load began meanwhile") == 1
 
 
 def test_the_hub_tally_stays_small_and_misses_no_hub(monkeypatch):

@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
@@ -108,9 +109,17 @@ def hub_relations_text(types: Sequence[str]) -> str:
 
 def load_unfinished(session: Neo4jSession) -> bool:
     """Whether a load began and has not finished: it runs, or it stopped
-    before its end (killed, or failed on a bad file), so that the samples of
-    the pairs it grew wait for a load's end (one statement)."""
-    return session.setting(BIG_PAIRS, None) == "pending"
+    before its end (killed, or failed on a bad file) and no question has yet
+    made what its end makes (``Neo4jKG._load_end_made``), so that the
+    samples of the pairs it grew wait (one statement)."""
+    return _unfinished_state(session.setting(BIG_PAIRS, None))
+
+
+def _unfinished_state(state: object) -> bool:
+    """Whether ``BIG_PAIRS`` says a load has not finished: "pending", or
+    "finishing:<token>" while a question makes what a stopped load's end
+    would have made."""
+    return isinstance(state, str) and (state == "pending" or state.startswith("finishing:"))
 
 
 def unfinished_load(session: Neo4jSession) -> str | None:
@@ -131,7 +140,7 @@ def load_end_state(session: Neo4jSession) -> str:
     in a database an older tog made or one imported offline, or sampled to
     a higher threshold than today's."""
     state = session.setting(BIG_PAIRS, None)
-    if state == "pending":
+    if _unfinished_state(state):
         return "pending"
     if not isinstance(state, int) or state > SORT_MAX or session.setting(HUBS_COUNTED, None) != HUB_EDGES:
         return "missing"
@@ -343,13 +352,54 @@ class Neo4jKG(KnowledgeGraph):
         if self._checked:
             return
         self._checked = True
-        if load_end_state(self.session) == "missing":  # (pending: the running or next load's end makes them)
+        state = load_end_state(self.session)
+        if state == "pending" and unfinished_load(self.session) == "stopped":
+            self._finish_stopped_load()
+        elif state == "missing":  # (pending: the running load's end makes them)
             log.info("sampling the biggest pairs and counting the hubs of the Neo4j database once (it was made "
                      "by an older tog or imported offline) ...")
             hubs = self.made["hubs"]
             made = self.sample_big()
             log.info(f"{made['big_pairs_made']:,} pairs sampled, {self.made['hubs'] - hubs:,} hubs counted "
                      f"in {made['big_pairs_seconds']:,} s")
+
+    def _finish_stopped_load(self) -> None:
+        """What the end of a load that stopped before it (killed, or failed)
+        would have made, made once by the first question that needs it, as
+        the embedded store's first question does: the samples it left may
+        miss its edges, so all go, and every big pair is sampled again.
+
+        A load that begins meanwhile takes ``BIG_PAIRS`` back to "pending"
+        (and finds ``PENDING`` still set, so its end samples every big pair
+        again): the question then records nothing, and leaves it to that
+        load's end. A question that stopped half-way leaves "finishing", which
+        the next one takes over."""
+        from engine.backends.neo4j.sink import PENDING
+
+        session = self.session
+        mine = json.dumps(f"finishing:{uuid.uuid4().hex}")
+        was = session.run("setting_get", key=BIG_PAIRS)
+        if not was or not session.run("setting_swap", write=True, key=BIG_PAIRS, was=was[0]["value"],
+                                      value=mine)[0]["n"]:
+            return  # (a load began, or another question got there first)
+        log.info("a load into the Neo4j database stopped before its end (killed, or failed; running it again "
+                 "loads the rest): sampling its biggest pairs and counting its hubs once, as its end would have ...")
+        hubs = self.made["hubs"]
+        session.run_batched("summaries_clear")
+        made = self.sample_big(record=False)
+
+        def record(tx) -> None:
+            swapped = tx.run(cypher("setting_swap"), key=BIG_PAIRS, was=mine, value=json.dumps(SORT_MAX)).single()
+            if swapped["n"]:
+                tx.run(cypher("setting_set"), key=HUBS_COUNTED, value=json.dumps(HUB_EDGES)).consume()
+                tx.run(cypher("setting_set"), key=PENDING, value="false").consume()
+                done.append(True)
+
+        done: list[bool] = []
+        session.write_tx(record)
+        log.info(f"{made['big_pairs_made']:,} pairs sampled, {self.made['hubs'] - hubs:,} hubs counted "
+                 f"in {made['big_pairs_seconds']:,} s" + ("" if done else
+                                                         "; a load began meanwhile: its end samples them again"))
 
     def _sample(self, key: Key, keep: int, degree: int | None = None) -> tuple[int, list[str]]:
         """A pair's degree (counted now unless given) and its first ``keep``
@@ -363,7 +413,7 @@ class Neo4jKG(KnowledgeGraph):
         self.made["crowded_pairs"] += 1
         return degree, sample
 
-    def sample_big(self, entities: Sequence[str] | None = None) -> dict:
+    def sample_big(self, entities: Sequence[str] | None = None, *, record: bool = True) -> dict:
         """Sample every pair past SORT_MAX edges around ``entities`` (a load's;
         None: the whole KG) that has no kept sample, so that no question
         sorts one: the server sorts it now, as a question would, and it is
@@ -371,9 +421,11 @@ class Neo4jKG(KnowledgeGraph):
         degrees per type (as ``relations`` counts a hub's, and kept). Records that the
         database's biggest pairs are sampled (``BIG_PAIRS``) and its hubs
         counted (``HUBS_COUNTED``; a load counts only the entities it touched
-        when every other hub's counts were kept before). Returns
+        when every other hub's counts were kept before), unless not
+        ``record``. Returns
         ``big_pairs_made`` and ``big_pairs_seconds``."""
         started = time.perf_counter()
+        self._checked = True  # (this is what a load's end makes: its counting of hubs need not look for it)
         if entities is None:
             dense = [r["id"] for r in self.session.run("dense_entities", min=min(SORT_MAX, HUB_EDGES))]
         else:
@@ -388,8 +440,9 @@ class Neo4jKG(KnowledgeGraph):
             if sample_id(key) not in kept:
                 self._sample(key, SAMPLE_KEEP)
                 made += 1
-        self.session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps(SORT_MAX))
-        self.session.run("setting_set", write=True, key=HUBS_COUNTED, value=json.dumps(HUB_EDGES))
+        if record:
+            self.session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps(SORT_MAX))
+            self.session.run("setting_set", write=True, key=HUBS_COUNTED, value=json.dumps(HUB_EDGES))
         return {"big_pairs_made": made, "big_pairs_seconds": round(time.perf_counter() - started, 2),
                 "sort_max": SORT_MAX}
 
