@@ -804,6 +804,8 @@ def test_the_first_question_after_a_neo4j_load_stopped_before_its_end_makes_what
     store = open_spec(neo4j_store)
     session = store.kg.session
     assert load_end_state(session) == "pending"
+    assert "(a load stopped before its end: the first question that needs them makes them)" in \
+        Neo4jKG(session).stats()["summaries"]
     kg = Neo4jKG(session)
     capsys.readouterr()
     first = [c.node.id for c in kg.expand([(hub, Relation(r, "out"))], limit=5)]
@@ -828,6 +830,7 @@ def test_the_first_question_after_a_neo4j_load_stopped_before_its_end_makes_what
 
     monkeypatch.setattr(kg, "sample_big", meanwhile)
     kg.expand([(hub, Relation(r, "out"))], limit=5)
+    assert "(a load is running: its end makes them)" in Neo4jKG(session).stats()["summaries"]
     began[0].end()
     assert began and load_end_state(session) == "pending"
     assert capsys.readouterr().err.count("a load began meanwhile") == 1

@@ -497,7 +497,9 @@ class Neo4jKG(KnowledgeGraph):
         row = self._run("stats")[0]
         kept = self.session.run("summaries_count")[0]
         state = self.session.setting(BIG_PAIRS, None)
-        big = ("all made" if state == SORT_MAX else "a load has not finished: its end makes them" if state == "pending"
+        how = unfinished_load(self.session) if _unfinished_state(state) else None
+        big = ("all made" if state == SORT_MAX else "a load is running: its end makes them" if how == "running"
+               else "a load stopped before its end: the first question that needs them makes them" if how
                else "none made yet: the first crowded expansion makes them")
         return {"edges": row["edges"], "entities": row["entities"], "values": row["values"], "names": row["names"],
                 "crowded pairs sampled": kept["samples"], "relations with a look-ahead schema": kept["schema"],
