@@ -1,4 +1,5 @@
-// Every entity with more than $min relationships, either way: those that may
-// have a pair past SORT_MAX (a dense node's count comes from its degree store).
-MATCH (n:Entity) WHERE COUNT { (n)--() } > $min
+// Every entity with more than $min relationships one way: those that may
+// have a pair past SORT_MAX, and the hubs (a dense node's counts come from
+// its degree store).
+MATCH (n:Entity) WHERE COUNT { (n)-->() } > $min OR COUNT { (n)<--() } > $min
 RETURN n.id AS id

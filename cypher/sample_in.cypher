@@ -1,4 +1,4 @@
 // The first $keep subjects of a crowded pair in the sample order (see sample_out).
 MATCH (e:Entity {id: $e})<-[:{{type}}]-(x:Entity)
 WITH x ORDER BY x.sk, x.id LIMIT $keep
-RETURN x.id AS x
+{{then}}

@@ -405,7 +405,7 @@ class Neo4jKG(KnowledgeGraph):
         """A pair's degree (counted now unless given) and its first ``keep``
         neighbours in sample order, sorted by the server; kept."""
         entity, relation, direction = key
-        text = render_cypher(f"sample_{direction}", type=cypher_name(relation))
+        text = render_cypher(f"sample_{direction}", type=cypher_name(relation), then=cypher("sample_return"))
         sample = [r["x"] for r in self._run_text(text, e=entity, keep=keep)]
         if degree is None:
             degree = self.pair_degree(entity, relation, direction)
@@ -431,14 +431,17 @@ class Neo4jKG(KnowledgeGraph):
         else:
             dense = [r["id"] for part in chunks(list(entities), BATCH)
                      for r in self.session.run("dense_among", ids=list(part), min=min(SORT_MAX, HUB_EDGES))]
-        keys = [(e, r.id, r.direction) for e, rels in self.degrees(dense).items() for r in rels
-                if (r.degree or 0) > SORT_MAX]
-        kept = {row["key"] for part in chunks(keys, BATCH)
+        keys = {(e, r.id, r.direction): r.degree for e, rels in self.degrees(dense).items() for r in rels
+                if (r.degree or 0) > SORT_MAX}
+        kept = {row["key"] for part in chunks(list(keys), BATCH)
                 for row in self.session.run("samples_get", keys=[sample_id(k) for k in part])}
         made = 0
-        for key in keys:
-            if sample_id(key) not in kept:
-                self._sample(key, SAMPLE_KEEP)
+        for key, degree in keys.items():
+            if sample_id(key) not in kept:  # (sorted and kept by the server: the sample does not travel)
+                entity, relation, direction = key
+                text = render_cypher(f"sample_{direction}", type=cypher_name(relation), then=cypher("sample_kept_here"))
+                self.session.run_text(text, write=True, e=entity, keep=SAMPLE_KEEP, key=sample_id(key), degree=degree)
+                self.made["crowded_pairs"] += 1
                 made += 1
         if record:
             self.session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps(SORT_MAX))
