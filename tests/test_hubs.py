@@ -788,6 +788,8 @@ def test_the_first_question_after_a_neo4j_load_stopped_before_its_end_makes_what
     pairs once, as the load's end would have, and reads the pair in the
     sample order. If a load begins while it does, it records nothing: that
     load's end samples them again. (The CLI's notes go to stderr.)"""
+    import sys
+
     from conftest import open_spec
 
     from engine.backends.neo4j import kg as neo4j_kg
@@ -808,13 +810,16 @@ def test_the_first_question_after_a_neo4j_load_stopped_before_its_end_makes_what
         Neo4jKG(session).stats()["summaries"]
     kg = Neo4jKG(session)
     capsys.readouterr()
-    first = [c.node.id for c in kg.expand([(hub, Relation(r, "out"))], limit=5)]
+    with monkeypatch.context() as terminal:
+        terminal.setattr(sys.stderr, "isatty", lambda: True)  # (a bar on a terminal)
+        first = [c.node.id for c in kg.expand([(hub, Relation(r, "out"))], limit=5)]
     said = capsys.readouterr().err
     assert first == sorted(xs[:1700], key=sample_key)[:5]
     assert kg.made["unsorted_pairs"] == 0 and kg.made["crowded_pairs"] == 1
     assert session.run("samples_get", keys=[sample_id((hub, r, "out"))])[0]["degree"] == 1700
     assert load_end_state(session) == "made" and session.setting(PENDING, None) is False
     assert said.count("stopped before its end") == 1 and "1 pairs sampled" in said, said
+    assert "sampling the biggest pairs" in said, said
     assert tog("ask", "what is x1", "--store", neo4j_store, "--no-record").stderr.count("note: a load into") == 0
     # another stopped load grows the pair; a load begins while the next question samples it
     grow = write_nt(tmp_path / "more.nt", [f"<{hub}> <{r}> <{x}> ." for x in xs[1700:]] + ["not a triple"])

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 import uuid
 from collections import defaultdict
@@ -359,7 +360,7 @@ class Neo4jKG(KnowledgeGraph):
             log.info("sampling the biggest pairs and counting the hubs of the Neo4j database once (it was made "
                      "by an older tog or imported offline) ...")
             hubs = self.made["hubs"]
-            made = self.sample_big()
+            made = self.sample_big(progress=sys.stderr.isatty())
             log.info(f"{made['big_pairs_made']:,} pairs sampled, {self.made['hubs'] - hubs:,} hubs counted "
                      f"in {made['big_pairs_seconds']:,} s")
 
@@ -386,7 +387,7 @@ class Neo4jKG(KnowledgeGraph):
                  "loads the rest): sampling its biggest pairs and counting its hubs once, as its end would have ...")
         hubs = self.made["hubs"]
         session.run_batched("summaries_clear")
-        made = self.sample_big(record=False)
+        made = self.sample_big(record=False, progress=sys.stderr.isatty())
 
         def record(tx) -> None:
             swapped = tx.run(cypher("setting_swap"), key=BIG_PAIRS, was=mine, value=json.dumps(SORT_MAX)).single()
@@ -413,7 +414,8 @@ class Neo4jKG(KnowledgeGraph):
         self.made["crowded_pairs"] += 1
         return degree, sample
 
-    def sample_big(self, entities: Sequence[str] | None = None, *, record: bool = True) -> dict:
+    def sample_big(self, entities: Sequence[str] | None = None, *, record: bool = True,
+                   progress: bool = False) -> dict:
         """Sample every pair past SORT_MAX edges around ``entities`` (a load's;
         None: the whole KG) that has no kept sample, so that no question
         sorts one: the server sorts it now, as a question would, and it is
@@ -422,7 +424,7 @@ class Neo4jKG(KnowledgeGraph):
         database's biggest pairs are sampled (``BIG_PAIRS``) and its hubs
         counted (``HUBS_COUNTED``; a load counts only the entities it touched
         when every other hub's counts were kept before), unless not
-        ``record``. Returns
+        ``record``. With ``progress``, a bar over the pairs' edges. Returns
         ``big_pairs_made`` and ``big_pairs_seconds``."""
         started = time.perf_counter()
         self._checked = True  # (this is what a load's end makes: its counting of hubs need not look for it)
@@ -431,18 +433,29 @@ class Neo4jKG(KnowledgeGraph):
         else:
             dense = [r["id"] for part in chunks(list(entities), BATCH)
                      for r in self.session.run("dense_among", ids=list(part), min=min(SORT_MAX, HUB_EDGES))]
-        keys = {(e, r.id, r.direction): r.degree for e, rels in self.degrees(dense).items() for r in rels
+        keys = {(e, r.id, r.direction): r.degree or 0 for e, rels in self.degrees(dense).items() for r in rels
                 if (r.degree or 0) > SORT_MAX}
         kept = {row["key"] for part in chunks(list(keys), BATCH)
                 for row in self.session.run("samples_get", keys=[sample_id(k) for k in part])}
-        made = 0
-        for key, degree in keys.items():
-            if sample_id(key) not in kept:  # (sorted and kept by the server: the sample does not travel)
+        todo = {key: degree for key, degree in keys.items() if sample_id(key) not in kept}
+        bar = None
+        if progress and todo:
+            from tqdm import tqdm
+
+            bar = tqdm(total=sum(todo.values()), unit="edge", unit_scale=True, desc="sampling the biggest pairs",
+                       dynamic_ncols=True, leave=False)
+        try:
+            for key, degree in todo.items():  # (sorted and kept by the server: the sample does not travel)
                 entity, relation, direction = key
                 text = render_cypher(f"sample_{direction}", type=cypher_name(relation), then=cypher("sample_kept_here"))
                 self.session.run_text(text, write=True, e=entity, keep=SAMPLE_KEEP, key=sample_id(key), degree=degree)
                 self.made["crowded_pairs"] += 1
-                made += 1
+                if bar is not None:
+                    bar.update(degree)
+        finally:
+            if bar is not None:
+                bar.close()
+        made = len(todo)
         if record:
             self.session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps(SORT_MAX))
             self.session.run("setting_set", write=True, key=HUBS_COUNTED, value=json.dumps(HUB_EDGES))

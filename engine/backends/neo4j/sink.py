@@ -409,7 +409,7 @@ class Neo4jSink(PendingWrites):
 
         merged, self.samples_merged = self.samples_merged, 0
         touched, self._touched = self._touched, set()
-        big = Neo4jKG(self.session).sample_big(None if touched is None else sorted(touched))
+        big = Neo4jKG(self.session).sample_big(None if touched is None else sorted(touched), progress=progress)
         out = {**big, "samples_merged": merged} if merged or big["big_pairs_made"] else {}
         return out or None
 
