@@ -348,8 +348,9 @@ class Neo4jKG(KnowledgeGraph):
         """Once per object, before the first hub listing or crowded pair:
         a database without what a load's end makes (``sample_big``: the
         samples of the biggest pairs, the hubs' relation counts), made by an
-        older tog or imported offline, gets it now, in one go, rather than
-        a hub at a time inside whichever questions list them first."""
+        older tog or imported offline, or left so by a load that stopped
+        before its end, gets it now, in one go, rather than a hub at a time
+        inside whichever questions list them first."""
         if self._checked:
             return
         self._checked = True
@@ -359,10 +360,14 @@ class Neo4jKG(KnowledgeGraph):
         elif state == "missing":  # (pending: the running load's end makes them)
             log.info("sampling the biggest pairs and counting the hubs of the Neo4j database once (it was made "
                      "by an older tog or imported offline) ...")
-            hubs = self.made["hubs"]
-            made = self.sample_big(progress=sys.stderr.isatty())
-            log.info(f"{made['big_pairs_made']:,} pairs sampled, {self.made['hubs'] - hubs:,} hubs counted "
-                     f"in {made['big_pairs_seconds']:,} s")
+            log.info(self._sample_all())
+
+    def _sample_all(self, record: bool = True) -> str:
+        """``sample_big`` over the whole KG (a bar on a terminal); what it made, in words."""
+        hubs = self.made["hubs"]
+        made = self.sample_big(record=record, progress=sys.stderr.isatty())
+        return (f"{made['big_pairs_made']:,} pairs sampled, {self.made['hubs'] - hubs:,} hubs counted "
+                f"in {made['big_pairs_seconds']:,} s")
 
     def _finish_stopped_load(self) -> None:
         """What the end of a load that stopped before it (killed, or failed)
@@ -385,22 +390,19 @@ class Neo4jKG(KnowledgeGraph):
             return  # (a load began, or another question got there first)
         log.info("a load into the Neo4j database stopped before its end (killed, or failed; running it again "
                  "loads the rest): sampling its biggest pairs and counting its hubs once, as its end would have ...")
-        hubs = self.made["hubs"]
         session.run_batched("summaries_clear")
-        made = self.sample_big(record=False, progress=sys.stderr.isatty())
+        said = self._sample_all(record=False)
+        recorded: list[bool] = []
 
         def record(tx) -> None:
-            swapped = tx.run(cypher("setting_swap"), key=BIG_PAIRS, was=mine, value=json.dumps(SORT_MAX)).single()
-            if swapped["n"]:
+            recorded.clear()  # (the driver may run this again)
+            if tx.run(cypher("setting_swap"), key=BIG_PAIRS, was=mine, value=json.dumps(SORT_MAX)).single()["n"]:
                 tx.run(cypher("setting_set"), key=HUBS_COUNTED, value=json.dumps(HUB_EDGES)).consume()
                 tx.run(cypher("setting_set"), key=PENDING, value="false").consume()
-                done.append(True)
+                recorded.append(True)
 
-        done: list[bool] = []
         session.write_tx(record)
-        log.info(f"{made['big_pairs_made']:,} pairs sampled, {self.made['hubs'] - hubs:,} hubs counted "
-                 f"in {made['big_pairs_seconds']:,} s" + ("" if done else
-                                                         "; a load began meanwhile: its end samples them again"))
+        log.info(said + ("" if recorded else "; a load began meanwhile: its end samples them again"))
 
     def _sample(self, key: Key, keep: int, degree: int | None = None) -> tuple[int, list[str]]:
         """A pair's degree (counted now unless given) and its first ``keep``

@@ -94,7 +94,7 @@ REACH_ALL = 1 << 62  # the reach of a chunk whose lines are not known (a stream 
 # settings whose nodes are the locks of a load's writers (``Neo4jSink._decide_writes``)
 WRITER_KEYS = tuple(f"load_writer_{n}" for n in range(WRITERS))
 # How long a load waits for the lock of another load listed as running before
-# it counts that load as running (``_Running.others``): a killed load's lock is
+# it counts that load as running (``running_loads``): a killed load's lock is
 # free at once, and a running load's never is, so the wait only has to outlast
 # a busy server's taking of a free lock.
 PROBE_SECONDS = 1.0
@@ -310,7 +310,7 @@ class Neo4jSink(PendingWrites):
         got: dict[str, Any] = {}
         running = self._running = _Running(self.session)
         running.hold(self._source)
-        running.others()  # (the entries of killed loads go)
+        running_loads(self.session, running.token)  # (the entries of killed loads go)
 
         def decide(tx) -> None:
             tx.run(cypher("load_writers_lock"), keys=list(WRITER_KEYS)).consume()
@@ -730,13 +730,9 @@ class _Running:
             self.release()
             raise session.error(e) from e
 
-    def others(self) -> int:
-        """How many other loads are running (``running_loads``)."""
-        return running_loads(self.session, self.token)
-
     def release(self) -> None:
         """The load ended: its hold and its entry go (if the connection is
-        gone, the entry stays, unlocked, until another load's ``others``)."""
+        gone, the entry stays, unlocked, until another load asks for its lock: ``running_loads``)."""
         held, self._held = self._held, None
         try:
             if held is not None:
