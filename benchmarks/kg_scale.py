@@ -109,14 +109,42 @@ def build(kind: str, size: int, workdir: Path) -> Path:
     return store
 
 
-def synth_questions(store: Path, n: int, seed: int) -> list[dict]:
-    """Walks of 1 to 3 hops from topics half among the biggest hubs (the
-    first entities of ``synth.py``'s ranking), half among the rest."""
+NS = "http://rdf.freebase.com/ns/"
+
+
+def walk(kg, rng: random.Random, hub: bool, hops: tuple[int, int], total: int) -> tuple[str, list[str], list]:
+    """A seeded walk of ``hops`` (least, most) hops out of a topic among the
+    biggest hubs (the first entities of ``synth.py``'s ranking) or among the
+    rest: (the topic, its relations' words in order, what the last hop
+    found: up to 20 neighbours, the walk's next step one of them)."""
     from engine.graph import relation_text
+
+    topic = f"{NS}m.{rng.randrange(0, 20) if hub else rng.randrange(1000, max(total, 1001)):x}"
+    at, words, found = topic, [], []
+    for _ in range(rng.randint(*hops)):
+        rels = [r for r in kg.relations([at]).get(at, []) if r.direction == "out"]
+        if not rels:
+            break
+        rel = rng.choice(rels)
+        found = [c for c in kg.expand([(at, rel)], limit=20) if not c.node.literal]
+        words.append(relation_text(rel.id))
+        if not found:
+            break
+        at = rng.choice(found).node.id
+    return topic, words, found
+
+
+def walk_question(kg, topic: str, words: list[str]) -> str:
+    name = kg.labels([topic]).get(topic, topic)
+    return "what is the " + " of the ".join(reversed(words)) + f" of [{name}]"
+
+
+def synth_questions(store: Path, n: int, seed: int) -> list[dict]:
+    """Walks of 1 to 3 hops from topics half among the biggest hubs, half
+    among the rest."""
     from engine.store import open_store
 
     rng = random.Random(seed)
-    ns = "http://rdf.freebase.com/ns/"
     out = []
     with open_store(store) as s:
         kg = s.kg
@@ -125,23 +153,9 @@ def synth_questions(store: Path, n: int, seed: int) -> list[dict]:
         while len(out) < n and tries < 50 * n:
             tries += 1
             hub = len(out) % 2 == 0
-            topic = f"{ns}m.{rng.randrange(0, 20) if hub else rng.randrange(1000, max(total, 1001)):x}"
-            hops, at, words = rng.randint(1, 3), topic, []
-            for _ in range(hops):
-                rels = [r for r in kg.relations([at]).get(at, []) if r.direction == "out"]
-                if not rels:
-                    break
-                rel = rng.choice(rels)
-                found = [c for c in kg.expand([(at, rel)], limit=20) if not c.node.literal]
-                words.append(relation_text(rel.id))
-                if not found:
-                    break
-                at = rng.choice(found).node.id
-            if not words:
-                continue
-            name = kg.labels([topic]).get(topic, topic)
-            text = "what is the " + " of the ".join(reversed(words)) + f" of [{name}]"
-            out.append({"question": text, "topics": [f"<{topic}>"], "hub": hub})
+            topic, words, _ = walk(kg, rng, hub, (1, 3), total)
+            if words:
+                out.append({"question": walk_question(kg, topic, words), "topics": [f"<{topic}>"], "hub": hub})
         kg.summaries.clear(keep_big=True)  # the questions' making sampled some pairs: the cold pass starts with none
     return out
 

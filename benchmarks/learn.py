@@ -6,15 +6,22 @@ user would have) and answers ``--per-hop`` questions of each second half,
 once with the learned file and once zero-shot.  PathQuestion: PQ-2H and
 PQ-3H are each split 80/20 (seeded) and learned on their own KGs, without
 the hand-written description file.  Prints Hits@1 side by side, the
-learning time and the peak RSS.
+learning time and the peak RSS.  ``--sets synth`` measures what learning
+costs on the synthetic graphs of ``kg_scale.py`` (power-law hubs): seeded
+walks of 2-3 hops from topics half among the biggest hubs, each answered
+by the neighbours its last hop reached (up to 20), learned from in one
+run; prints the time a question, the time in the KG's two reads, the
+chains found and the peak RSS.
 
     python benchmarks/learn.py --per-hop 1000
+    python benchmarks/learn.py --sets synth --sizes 1000000 10000000
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import os
 import resource
 import sys
 import time
@@ -88,13 +95,75 @@ def pathquestion(args) -> None:
         store.close()
 
 
+def synth_walks(kg, n: int, seed: int) -> list:
+    """``n`` walk questions with their answers (see the module's text)."""
+    import random
+
+    from kg_scale import walk, walk_question
+
+    from engine.evaluate import Question
+
+    rng = random.Random(seed)
+    total = kg.stats()["names"]
+    out: list[Question] = []
+    while len(out) < n:
+        topic, words, found = walk(kg, rng, len(out) % 2 == 0, (2, 3), total)
+        if len(words) >= 2 and found:
+            out.append(Question(f"walk-{len(out) + 1}", walk_question(kg, topic, words),
+                                sorted({c.node.name for c in found}), [f"<{topic}>"]))
+    return out
+
+
+def synth(args) -> None:
+    """What ``tog learn`` costs on a graph with hubs (see the module's text)."""
+    from kg_scale import build
+
+    from engine import learning
+    from engine.store import open_store
+
+    for size in args.sizes:
+        path = build(f"synth-{size}", size, args.scale_workdir)
+        with open_store(path) as s:
+            kg = s.kg
+            questions = synth_walks(kg, args.walks, args.seed)
+            kg.summaries.clear(keep_big=True)  # the walks sampled some pairs: learning starts with what a load left
+            spent = {"relations": 0.0, "expand": 0.0}
+            plain = {name: getattr(kg, name) for name in spent}
+
+            def timed(name):
+                def read(*a, **k):
+                    started = time.perf_counter()
+                    try:
+                        return plain[name](*a, **k)
+                    finally:
+                        spent[name] += time.perf_counter() - started
+                return read
+
+            for name in spent:
+                setattr(kg, name, timed(name))
+            started = time.perf_counter()
+            report = learning.learn(kg, questions, None, depth=args.depth, source=f"synth-{size} walks")
+            seconds = time.perf_counter() - started
+        print(f"synth-{size}: learned from {report.questions} walk questions in {seconds:.1f} s "
+              f"({seconds / max(report.questions, 1):.2f} s a question; listing relations {spent['relations']:.1f} s, "
+              f"expanding {spent['expand']:.1f} s), {report.used} with a chain, mean F1 {report.f1}, "
+              f"{report.chains} chains; peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB",
+              flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--per-hop", type=int, default=1000, help="MetaQA questions answered per hop (0: all).")
     ap.add_argument("--learn-per-hop", type=int, default=0, help="MetaQA questions learned from per hop (0: all).")
-    ap.add_argument("--sets", nargs="+", choices=["metaqa", "pathquestion"], default=["metaqa", "pathquestion"])
+    ap.add_argument("--sets", nargs="+", choices=["metaqa", "pathquestion", "synth"],
+                    default=["metaqa", "pathquestion"])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000],
+                    help="--sets synth: the synthetic graphs' sizes (their stores shared with kg_scale.py).")
+    ap.add_argument("--walks", type=int, default=20, help="--sets synth: walk questions learned from per graph.")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/tog-bench-learn"))
+    ap.add_argument("--scale-workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "tog-bench-scale",
+                    help="--sets synth: where kg_scale.py keeps the graphs and their stores.")
     add_search_options(ap)
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -102,6 +171,8 @@ def main() -> None:
         metaqa(args)
     if "pathquestion" in args.sets:
         pathquestion(args)
+    if "synth" in args.sets:
+        synth(args)
 
 
 if __name__ == "__main__":
