@@ -11,10 +11,12 @@ costs on the synthetic graphs of ``kg_scale.py`` (power-law hubs): seeded
 walks of 2-3 hops from topics half among the biggest hubs, each answered
 by the neighbours its last hop reached (up to 20), learned from in one
 run; prints the time a question, the time in the KG's two reads, the
-chains found and the peak RSS.
+chains found and the peak RSS; ``--neo4j`` learns the same on Neo4j and
+says whether the learned file is the same.
 
     python benchmarks/learn.py --per-hop 1000
     python benchmarks/learn.py --sets synth --sizes 1000000 10000000
+    python benchmarks/learn.py --sets synth --sizes 10000000 --neo4j bolt://127.0.0.1:7687
 """
 
 from __future__ import annotations
@@ -114,41 +116,62 @@ def synth_walks(kg, n: int, seed: int) -> list:
     return out
 
 
-def synth(args) -> None:
-    """What ``tog learn`` costs on a graph with hubs (see the module's text)."""
-    from kg_scale import build
-
+def _learned(label: str, kg, questions: list, args) -> str:
+    """Learn from ``questions`` on ``kg``, print what it cost, return the learned text."""
     from engine import learning
+
+    spent = {"relations": 0.0, "expand": 0.0}
+    plain = {name: getattr(kg, name) for name in spent}
+
+    def timed(name):
+        def read(*a, **k):
+            started = time.perf_counter()
+            try:
+                return plain[name](*a, **k)
+            finally:
+                spent[name] += time.perf_counter() - started
+        return read
+
+    for name in spent:
+        setattr(kg, name, timed(name))
+    started = time.perf_counter()
+    try:
+        report = learning.learn(kg, questions, None, depth=args.depth, source="synthetic walks")
+    finally:
+        for name in spent:
+            delattr(kg, name)  # back to the class's methods
+    seconds = time.perf_counter() - started
+    print(f"{label}: learned from {report.questions} walk questions in {seconds:.1f} s "
+          f"({seconds / max(report.questions, 1):.2f} s a question; listing relations {spent['relations']:.1f} s, "
+          f"expanding {spent['expand']:.1f} s), {report.used} with a chain, mean F1 {report.f1}, "
+          f"{report.chains} chains; peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB",
+          flush=True)
+    return report.text
+
+
+def synth(args) -> None:
+    """What ``tog learn`` costs on a graph with hubs (see the module's text);
+    with ``--neo4j``, on that database too, and whether it learns the same."""
+    from kg_scale import NEO4J_CLEAR, build, neo4j_build
+
+    from engine.backends.common import SORT_MAX
     from engine.store import open_store
 
+    if args.neo4j and len(args.sizes) != 1:
+        sys.exit("--neo4j takes one graph: give one size")
     for size in args.sizes:
         path = build(f"synth-{size}", size, args.scale_workdir)
         with open_store(path) as s:
-            kg = s.kg
-            questions = synth_walks(kg, args.walks, args.seed)
-            kg.summaries.clear(keep_big=True)  # the walks sampled some pairs: learning starts with what a load left
-            spent = {"relations": 0.0, "expand": 0.0}
-            plain = {name: getattr(kg, name) for name in spent}
-
-            def timed(name):
-                def read(*a, **k):
-                    started = time.perf_counter()
-                    try:
-                        return plain[name](*a, **k)
-                    finally:
-                        spent[name] += time.perf_counter() - started
-                return read
-
-            for name in spent:
-                setattr(kg, name, timed(name))
-            started = time.perf_counter()
-            report = learning.learn(kg, questions, None, depth=args.depth, source=f"synth-{size} walks")
-            seconds = time.perf_counter() - started
-        print(f"synth-{size}: learned from {report.questions} walk questions in {seconds:.1f} s "
-              f"({seconds / max(report.questions, 1):.2f} s a question; listing relations {spent['relations']:.1f} s, "
-              f"expanding {spent['expand']:.1f} s), {report.used} with a chain, mean F1 {report.f1}, "
-              f"{report.chains} chains; peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB",
-              flush=True)
+            questions = synth_walks(s.kg, args.walks, args.seed)
+            s.kg.summaries.clear(keep_big=True)  # the walks sampled some pairs: learning starts with what a load left
+            text = _learned(f"synth-{size}", s.kg, questions, args)
+        if args.neo4j:
+            neo4j_build(args.neo4j, args.scale_workdir / f"synth-{size}.nt")
+            with open_store(args.neo4j) as s:
+                s.kg.session.run_text(NEO4J_CLEAR, write=True, keep_over=SORT_MAX)  # what earlier runs sampled
+                same = _learned(f"synth-{size} on Neo4j", s.kg, questions, args) == text
+            print(f"synth-{size}: the learned file on Neo4j is {'the same' if same else 'NOT the same'} as on the "
+                  "embedded store", flush=True)
 
 
 def main() -> None:
@@ -164,6 +187,9 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/tog-bench-learn"))
     ap.add_argument("--scale-workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "tog-bench-scale",
                     help="--sets synth: where kg_scale.py keeps the graphs and their stores.")
+    ap.add_argument("--neo4j", metavar="URI",
+                    help="--sets synth: learn on this Neo4j database as well (one graph; NEO4J_USER and "
+                         "NEO4J_PASSWORD from the environment): an empty database, or one holding it.")
     add_search_options(ap)
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
