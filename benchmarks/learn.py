@@ -108,7 +108,9 @@ def synth_walks(kg, n: int, seed: int) -> list:
     rng = random.Random(seed)
     total = kg.stats()["names"]
     out: list[Question] = []
-    while len(out) < n:
+    tries = 0
+    while len(out) < n and tries < 50 * n:  # (a graph whose walks keep dying out gives fewer)
+        tries += 1
         topic, words, found = walk(kg, rng, len(out) % 2 == 0, (2, 3), total)
         if len(words) >= 2 and found:
             out.append(Question(f"walk-{len(out) + 1}", walk_question(kg, topic, words),
