@@ -353,9 +353,11 @@ class Neo4jKG(KnowledgeGraph):
         inside whichever questions list them first."""
         if self._checked:
             return
+        from engine.backends.neo4j.sink import running_loads
+
         self._checked = True
         state = load_end_state(self.session)
-        if state == "pending" and unfinished_load(self.session) == "stopped":
+        if state == "pending" and not running_loads(self.session):  # (stopped before its end)
             self._finish_stopped_load()
         elif state == "missing":  # (pending: the running load's end makes them)
             log.info("sampling the biggest pairs and counting the hubs of the Neo4j database once (it was made "

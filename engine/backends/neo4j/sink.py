@@ -722,11 +722,14 @@ class _Running:
     def hold(self, source: str) -> None:
         session = self.session
         session.run("load_run_begin", write=True, token=self.token, source=source)
+        held = None
         try:
             held = session.driver.session(database=session.database)
             self._held = (held, held.begin_transaction())
             self._held[1].run(cypher("load_run_hold"), token=self.token).consume()
         except (session.nx.DriverError, session.nx.Neo4jError, OSError) as e:
+            if self._held is None and held is not None:  # (no transaction began: the session alone goes)
+                held.close()
             self.release()
             raise session.error(e) from e
 
