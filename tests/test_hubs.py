@@ -143,8 +143,8 @@ class Spy:
         self.calls: list[tuple[str, int]] = []
         plain = kg._select
 
-        def spy(*args):
-            rows = plain(*args)
+        def spy(*args, **kwargs):
+            rows = plain(*args, **kwargs)
             self.calls.append((args[1] if isinstance(kg, type) else args[0], len(rows)))
             return rows
 
@@ -1768,8 +1768,8 @@ def test_looking_through_an_unnamed_node_with_100k_edges_reads_only_its_sample(b
     else:
         plain_select = kg._select
 
-        def spy_select(text, params=()):
-            got = plain_select(text, params)
+        def spy_select(text, params=(), **kwargs):
+            got = plain_select(text, params, **kwargs)
             rows.append(len(got))
             return got
 

@@ -87,7 +87,7 @@ def _counting(kg) -> list[int]:
     """Rows the KG's store returns from now on (one entry a query)."""
     rows: list[int] = []
     plain = kg._select
-    kg._select = lambda text, params=(): rows.append(len(out := plain(text, params))) or out
+    kg._select = lambda text, params=(), **kw: rows.append(len(out := plain(text, params, **kw))) or out
     return rows
 
 

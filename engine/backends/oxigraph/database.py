@@ -141,6 +141,23 @@ class Database:
             if meter is not None:
                 meter.add(time.perf_counter() - started)
 
+    def rows(self, text: str, columns: tuple[str, ...], meter: Meter | None = None) -> list[ox.QuerySolution]:
+        """A SELECT's solutions, to be read by place (``for e, p in ...``):
+        ``columns`` are its variables in their order, checked. Reading a
+        value by its variable's name costs about 0.5 µs, five times reading it
+        by place, and the reads around hubs return hundreds of thousands of
+        rows."""
+        started = time.perf_counter()
+        try:
+            solutions = cast(ox.QuerySolutions, self.store.query(text))
+            got = tuple(v.value for v in solutions.variables)
+            if got != columns:
+                raise RuntimeError(f"a query's columns are {got}, not {columns}")
+            return list(solutions)
+        finally:
+            if meter is not None:
+                meter.add(time.perf_counter() - started)
+
     def stream(self, text: str) -> Iterator[ox.QuerySolution]:
         """A SELECT's solutions one at a time, for a read too big to hold
         (the summaries' own; questions' reads are bounded and use ``query``)."""

@@ -110,7 +110,12 @@ class OxigraphKG(SparqlReads):
     def name_predicates(self) -> tuple[str, ...]:
         return self.db.name_predicates
 
-    def _select(self, text: str, params: Sequence[tuple[str, str]] = ()) -> list:
+    def _select(self, text: str, params: Sequence[tuple[str, str]] = (), columns: tuple[str, ...] | None = None
+                ) -> list:
+        """Every query's way to the store. With ``columns``, rows read by place
+        (``Database.rows``: the reads whose rows are many)."""
+        if columns is not None:
+            return self.db.rows(text, columns, self.meter)
         return self.db.query(text, self.meter)
 
     def _generation(self) -> object:
@@ -159,9 +164,9 @@ class OxigraphKG(SparqlReads):
         out: dict[tuple[str, Direction], dict[str, int]] = {key: {} for key in keys}
         for part in chunks(keys, LISTED_BATCH):
             rows = self._select(render("relations_listed", **{
-                d: iri_rows(e for e, dd in part if dd == d) for d in ("out", "in")}))
-            for row in rows:
-                out[(row["e"].value, row["d"].value)][row["p"].value] = int(row["n"].value)
+                d: iri_rows(e for e, dd in part if dd == d) for d in ("out", "in")}), columns=("e", "d", "p", "n"))
+            for e, d, p, n in rows:
+                out[(e.value, d.value)][p.value] = int(n.value)
         return out
 
     def _summarise(self, entity: str, direction: Direction) -> dict[str, int]:
@@ -285,8 +290,8 @@ class OxigraphKG(SparqlReads):
                 for k, (e, r) in enumerate(part))
             found: dict[int, dict[str, None]] = defaultdict(dict)
             blanks: dict[int, set[str]] = defaultdict(set)
-            for row in self._select(render("neighbours_bounded", branches=branches)):
-                k, x = int(row["k"].value), row["x"]
+            for place, x in self._select(render("neighbours_bounded", branches=branches), columns=("k", "x")):
+                k = int(place.value)
                 if isinstance(x, ox.BlankNode):  # no place in the sample order (tog's loads rename them; other writers may not)
                     blanks[k].add(x.value)
                     continue
@@ -312,8 +317,8 @@ class OxigraphKG(SparqlReads):
         it has at most HUB_EDGES edges that way)."""
         entity, relation, direction = key
         e, p = iri_term(entity), iri_term(relation)
-        rows = self._select(render(f"sample_{direction}", e=e, p=p, limit=keep))
-        sample = sorted((node_id(r["x"]) for r in rows), key=sample_key)
+        rows = self._select(render(f"sample_{direction}", e=e, p=p, limit=keep), columns=("x",))
+        sample = sorted((node_id(x) for x, in rows), key=sample_key)
         summarised = self.summaries.hubs([entity]).get((entity, direction), {}).get(relation)
         degree = summarised if summarised is not None else self.pair_degree(entity, relation, direction)
         self.summaries.set_sample(key, degree, sample)
