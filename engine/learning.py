@@ -622,7 +622,7 @@ def examples_from(kg: KnowledgeGraph, questions: Iterable, depth: int = 3,
     cache = ReadCache(kg)
     out: list[Example] = []
     f1_sum = 0.0
-    with _collector_paused():
+    with _no_full_collections():
         for q in questions:
             report.questions += 1
             f1_sum += _example(kg, cache, q, depth, report, out)
@@ -634,19 +634,19 @@ def examples_from(kg: KnowledgeGraph, questions: Iterable, depth: int = 3,
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for a while. Finding chains
-    fills the read cache with millions of objects, and the collector walked
-    them over and over: a fifth of ``tog learn``'s time at 1M triples. None
-    of them is in a cycle (a collection after 20 questions there found no
-    garbage), so refcounts free them all the same."""
-    was = gc.isenabled()
-    gc.disable()
+def _no_full_collections() -> Iterator[None]:
+    """Python's cyclic garbage collector without its full collections for a
+    while. Finding chains fills the read cache with millions of objects, and
+    each full collection walked them all again: a fifth of ``tog learn``'s
+    time at 1M triples. Young collections go on, so cycles made and dropped
+    meanwhile (a database driver's) are still freed; the cache's objects,
+    which hold none, are freed by refcount."""
+    before = gc.get_threshold()
+    gc.set_threshold(before[0], before[1], 1 << 30)
     try:
         yield
     finally:
-        if was:
-            gc.enable()
+        gc.set_threshold(*before)
 
 
 def _example(kg: KnowledgeGraph, cache: ReadCache, q, depth: int, report: LearnReport, out: list[Example]) -> float:
