@@ -80,10 +80,11 @@ def test_reads_by_place_name_their_columns_and_refuse_a_query_that_does_not_have
     film = sparql_values([(ox.NamedNode(fb("m.film1")),)])
     text = render("relations_listed", out=film, **{"in": film})
     by_name = sorted((r["e"].value, r["d"].value, r["p"].value, int(r["n"].value)) for r in kg.db.query(text))
-    by_place = sorted((e.value, d.value, p.value, int(n.value)) for e, d, p, n in kg.db.rows(text, ("e", "d", "p", "n")))
+    placed = kg.db.query(text, columns=("e", "d", "p", "n"))
+    by_place = sorted((e.value, d.value, p.value, int(n.value)) for e, d, p, n in placed)
     assert by_place == by_name and len(by_name) >= 2
     with pytest.raises(RuntimeError, match="columns"):
-        kg.db.rows(text, ("e", "p", "d", "n"))
+        kg.db.query(text, columns=("e", "p", "d", "n"))
 
 
 def test_relations_batch_and_policy(kg):

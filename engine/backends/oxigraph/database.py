@@ -132,26 +132,17 @@ class Database:
     def name(self) -> str:
         return str(self.path) if self.path is not None else "the in-memory store"
 
-    def query(self, text: str, meter: Meter | None = None, **kwargs) -> list:
-        """A SPARQL query's solutions, counted on ``meter`` when given."""
+    def query(self, text: str, meter: Meter | None = None, columns: tuple[str, ...] | None = None,
+              **kwargs) -> list:
+        """A SPARQL query's solutions, counted on ``meter`` when given. With
+        ``columns`` (its variables in their order, checked), they are to be
+        read by place (``for e, p in ...``): reading a value by its
+        variable's name costs about 0.5 µs, five times reading it by place,
+        and the reads around hubs return hundreds of thousands of rows."""
         started = time.perf_counter()
         try:
-            return list(cast(ox.QuerySolutions, self.store.query(text, **kwargs)))  # our queries are SELECTs
-        finally:
-            if meter is not None:
-                meter.add(time.perf_counter() - started)
-
-    def rows(self, text: str, columns: tuple[str, ...], meter: Meter | None = None) -> list[ox.QuerySolution]:
-        """A SELECT's solutions, to be read by place (``for e, p in ...``):
-        ``columns`` are its variables in their order, checked. Reading a
-        value by its variable's name costs about 0.5 µs, five times reading it
-        by place, and the reads around hubs return hundreds of thousands of
-        rows."""
-        started = time.perf_counter()
-        try:
-            solutions = cast(ox.QuerySolutions, self.store.query(text))
-            got = tuple(v.value for v in solutions.variables)
-            if got != columns:
+            solutions = cast(ox.QuerySolutions, self.store.query(text, **kwargs))  # our queries are SELECTs
+            if columns is not None and (got := tuple(v.value for v in solutions.variables)) != columns:
                 raise RuntimeError(f"a query's columns are {got}, not {columns}")
             return list(solutions)
         finally:

@@ -113,10 +113,8 @@ class OxigraphKG(SparqlReads):
     def _select(self, text: str, params: Sequence[tuple[str, str]] = (), columns: tuple[str, ...] | None = None
                 ) -> list:
         """Every query's way to the store. With ``columns``, rows read by place
-        (``Database.rows``: the reads whose rows are many)."""
-        if columns is not None:
-            return self.db.rows(text, columns, self.meter)
-        return self.db.query(text, self.meter)
+        (``Database.query``: the reads whose rows are many)."""
+        return self.db.query(text, self.meter, columns)
 
     def _generation(self) -> object:
         return self.db.generation
