@@ -622,10 +622,11 @@ def examples_from(kg: KnowledgeGraph, questions: Iterable, depth: int = 3,
     cache = ReadCache(kg)
     out: list[Example] = []
     f1_sum = 0.0
-    with _no_full_collections():
+    with _no_full_collections() as question_done:
         for q in questions:
             report.questions += 1
             f1_sum += _example(kg, cache, q, depth, report, out)
+            question_done()
             if progress is not None:
                 progress()
     report.f1 = round(f1_sum / report.used, 4) if report.used else 0.0
@@ -634,18 +635,33 @@ def examples_from(kg: KnowledgeGraph, questions: Iterable, depth: int = 3,
 
 
 @contextmanager
-def _no_full_collections() -> Iterator[None]:
+def _no_full_collections() -> Iterator[Callable[[], None]]:
     """Python's cyclic garbage collector without its full collections for a
     while. Finding chains fills the read cache with millions of objects, and
     each full collection walked them all again: a fifth of ``tog learn``'s
     time at 1M triples. Young collections go on, so cycles made and dropped
     meanwhile (a database driver's) are still freed; the cache's objects,
-    which hold none, are freed by refcount."""
+    which hold none, are freed by refcount.
+
+    Yields what to call after each question: a full collection of the
+    objects made since the last call only (what outlived the young
+    collections, as a driver's cycles may), then those kept set aside
+    (``gc.freeze``) until the end. That is skipped when the process had
+    objects set aside already: they are not ours to take back."""
     before = gc.get_threshold()
+    ours = gc.get_freeze_count() == 0
+
+    def question_done() -> None:
+        if ours:
+            gc.collect()
+            gc.freeze()
+
     gc.set_threshold(before[0], before[1], 1 << 30)
     try:
-        yield
+        yield question_done
     finally:
+        if ours:
+            gc.unfreeze()
         gc.set_threshold(*before)
 
 
