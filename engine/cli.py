@@ -15,11 +15,14 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from engine.errors import TogError
+
+if TYPE_CHECKING:
+    from engine.store import Store
 
 DEFAULT_STORE = ".tog/store"
 ANSWERS_SHOWN = 10
@@ -918,6 +921,19 @@ def _print_summary(s: dict) -> None:
              f"(strict {b['hits@1_strict']:.3f}), F1 {b['f1']:.3f}")
 
 
+def _kg_state(s: Store) -> str:
+    """What the store's KG is made of, in short: its loads as far as each
+    got and its corrections with their status (a search kept over another
+    state is not mixed with a new one). A store that takes neither (an
+    endpoint) is the same each time."""
+    import hashlib
+
+    loads = sorted((c.path, c.lines, c.complete) for c in s.sink.loads()) if s.sink is not None else []
+    fixes = sorted((c.id, c.status) for c in s.corrections.list()) if s.corrections is not None else []
+    digest = hashlib.sha256(json.dumps([loads, fixes]).encode("utf-8")).hexdigest()[:12]
+    return f"{len(loads)} loads, {len(fixes)} corrections ({digest})"
+
+
 @cli.command()
 @click.argument("file", type=click.Path(path_type=Path), required=False)
 @store_option
@@ -936,13 +952,19 @@ def _print_summary(s: dict) -> None:
 @click.option("--depth", "-d", type=click.IntRange(1, 4), default=3, show_default=True,
               help="Longest relation chain looked for behind an answer.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+@click.option("--restart", is_flag=True,
+              help="Search every question again, dropping what a stopped run found (kept in OUT.partial).")
 @_fail_cleanly
-def learn(file, store, out, into_store, forget, types, limit, depth, progress, from_feedback) -> None:
+def learn(file, store, out, into_store, forget, types, limit, depth, progress, from_feedback, restart) -> None:
     """Learn which question wordings ask for which relation chains, from the
     questions and answers of FILE (any format `tog eval` reads; no gold paths
-    needed) and/or the store's rated runs."""
+    needed) and/or the store's rated runs.
+
+    With --out, what each question gives is kept in OUT.partial as it is
+    found: a run stopped before its end (interrupted, killed, its store gone)
+    goes on from there when the same command is run again."""
     from engine.evaluate import read_questions
-    from engine.learning import fingerprint
+    from engine.learning import Journal, fingerprint
     from engine.learning import from_feedback as from_feedback_of
     from engine.learning import learn as learn_from
 
@@ -956,6 +978,8 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
         return
     if file is None and not from_feedback:
         raise click.UsageError("name a question file, or --from-feedback to learn from rated runs")
+    if restart and out is None:
+        raise click.UsageError("--restart drops what a stopped run kept beside its --out file: give --out")
     if out is None and not into_store:
         raise click.UsageError("say where the learned file goes: --out FILE and/or --into-store")
     questions, sources = [], []
@@ -984,8 +1008,24 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
         if not questions:
             raise click.ClickException("nothing to learn from: no rated runs with an answer in the store")
         runs = s.need_runs() if into_store else None
-        report = learn_from(s.kg, questions, out, depth=depth, progress=progress, source="; ".join(sources),
-                            keep=lambda r: r.used > 0, exemplars=exemplars, avoid=avoid)
+        journal = None
+        if out is not None:
+            if out.is_dir():
+                raise click.UsageError(f"--out {out} is a directory; give a file name")
+            journal = Journal(out.with_name(out.name + ".partial"),
+                              {"depth": depth, "store": s.name, "kg": _kg_state(s)}, restart)
+            before = sum(journal.get(q) is not None for q in questions)
+            if before:
+                echo(f"going on from {journal.path}: {before:,} of {len(questions):,} questions searched before "
+                     "(--restart searches them again)")
+        try:
+            report = learn_from(s.kg, questions, out, depth=depth, progress=progress, source="; ".join(sources),
+                                keep=lambda r: r.used > 0, exemplars=exemplars, avoid=avoid, journal=journal)
+        except KeyboardInterrupt:
+            kept = (f"the questions searched are kept in {journal.path}: the same command goes on from there"
+                    if journal is not None else "nothing is kept without --out")
+            echo(f"\ninterrupted; {kept}.", err=True)
+            sys.exit(130)
         if runs is not None and report.used:
             runs.keep_learned(report.text)
     skipped = [f"{n} without a topic entity in the store" for n in [report.no_topic] if n]

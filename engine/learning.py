@@ -612,26 +612,140 @@ class LearnReport:
 
 def examples_from(kg: KnowledgeGraph, questions: Iterable, depth: int = 3,
                   progress: Callable[[], None] | None = None,
-                  report: LearnReport | None = None) -> list[Example]:
+                  report: LearnReport | None = None, journal: Journal | None = None) -> list[Example]:
     """One training example per question whose answers a chain reaches.
 
     ``questions``: ``engine.evaluate.Question`` values (their topics, else
     the topics linked from the text).  Unknown topics and unreachable
-    answers are counted in ``report``, never raised."""
+    answers are counted in ``report``, never raised.  ``journal``: what
+    each question gave is written there as it is found, and a question it
+    already holds is taken from it, not searched again."""
     report = report if report is not None else LearnReport()
     cache = ReadCache(kg)
     out: list[Example] = []
     f1_sum = 0.0
     with _no_full_collections() as question_done:
         for q in questions:
+            got = journal.get(q) if journal is not None else None
+            if got is None:
+                got = _example(kg, cache, q, depth)
+                question_done()
+                if journal is not None:
+                    journal.add(q, got)
+            outcome, f1, example = got
             report.questions += 1
-            f1_sum += _example(kg, cache, q, depth, report, out)
-            question_done()
+            setattr(report, outcome, getattr(report, outcome) + 1)
+            f1_sum += f1
+            if example is not None:
+                out.append(example)
             if progress is not None:
                 progress()
     report.f1 = round(f1_sum / report.used, 4) if report.used else 0.0
     report.chains = len({c for e in out for c in e.labels})
     return out
+
+
+Searched = tuple[str, float, "Example | None"]  # a question's outcome (a LearnReport count), its F1, its example
+OUTCOMES = ("used", "no_topic", "no_chain", "no_answers")
+
+
+class Journal:
+    """What the chain search found for each question of a ``tog learn``,
+    one JSON line a question as it is found, so that a run stopped (killed,
+    interrupted, its store gone) goes on where it stopped: the same
+    questions are not searched again, and the learned file is the one an
+    unbroken run writes.  Its first line is the run's ``identity``; a
+    journal of another (other depth, other store) is refused, so as not to
+    mix searches.  A line cut short by a kill is dropped, and its question
+    searched again."""
+
+    def __init__(self, path, identity: dict, restart: bool = False) -> None:
+        from pathlib import Path
+
+        from engine.errors import TogError
+
+        self.path = Path(path)
+        self.kept: dict[str, Searched] = {}
+        try:
+            self._open(identity, restart)
+        except OSError as e:
+            raise TogError(f"{self.path}: cannot keep the search there ({e.strerror or type(e).__name__})") from None
+
+    def _open(self, identity: dict, restart: bool) -> None:
+        from engine.errors import TogError
+
+        head = json.dumps({"tog_learn_journal": identity}, sort_keys=True, ensure_ascii=False)
+        good, lines = 0, [b""]
+        if restart:
+            self.path.unlink(missing_ok=True)
+        elif self.path.exists():
+            with open(self.path, "rb") as fh:
+                lines = fh.read().split(b"\n")
+        if len(lines) == 1 and lines[0].startswith(b'{"tog_learn_journal"'):
+            lines = [b""]  # cut short as it began: a new one
+        if lines != [b""]:
+            try:
+                first = json.loads(lines[0])["tog_learn_journal"]
+            except (ValueError, KeyError, TypeError):
+                raise TogError(f"{self.path} is not a journal of tog learn; remove it or give --restart") from None
+            if first != identity:
+                changed = [f"{k}: {first.get(k)!r} -> {identity.get(k)!r}" for k in sorted(set(first) | set(identity))
+                           if first.get(k) != identity.get(k)]
+                raise TogError(f"{self.path} holds a search made otherwise ({'; '.join(changed)}); run with the "
+                               "same settings, or --restart to search every question again")
+            good = len(lines[0]) + 1
+            for line in lines[1:-1]:  # the last piece is what follows the last newline: a cut line, or nothing
+                try:
+                    key, outcome, f1, ex = json.loads(line)
+                    example = None if ex is None else Example(
+                        tuple(map(str, ex[0])), {tuple((str(r), str(d)) for r, d in c): float(w) for c, w in ex[1]},
+                        str(ex[2]))
+                except (ValueError, TypeError, IndexError):
+                    break
+                if outcome not in OUTCOMES:
+                    break
+                self.kept[str(key)] = (outcome, float(f1), example)
+                good += len(line) + 1
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.path, "r+b" if good else "wb")
+        if good:
+            self._fh.truncate(good)
+            self._fh.seek(good)
+        else:
+            self._fh.write(head.encode("utf-8") + b"\n")
+            self._fh.flush()
+
+    @staticmethod
+    def key(q) -> str:
+        """A question by what its search reads of it (an ``engine.evaluate.Question``)."""
+        import hashlib
+
+        what = [q.question, sorted(q.answers), list(q.topics), sorted(q.topic_names.items())]
+        return hashlib.sha256(json.dumps(what, ensure_ascii=False).encode("utf-8")).hexdigest()[:24]
+
+    def get(self, q) -> Searched | None:
+        return self.kept.get(self.key(q))
+
+    def add(self, q, got: Searched) -> None:
+        outcome, f1, example = got
+        ex = None if example is None else [list(example.features), [[list(c), w] for c, w in example.labels.items()],
+                                           example.pattern]
+        key = self.key(q)
+        self.kept[key] = got
+        try:
+            self._fh.write(json.dumps([key, outcome, f1, ex], ensure_ascii=False).encode("utf-8") + b"\n")
+            self._fh.flush()
+        except OSError as e:
+            from engine.errors import TogError
+
+            raise TogError(f"{self.path}: cannot keep the search there ({e.strerror or type(e).__name__}); "
+                           "what was kept before stays") from None
+
+    def close(self, done: bool = False) -> None:
+        """Close; ``done``: the run ended, and the journal is removed."""
+        self._fh.close()
+        if done:
+            self.path.unlink(missing_ok=True)
 
 
 @contextmanager
@@ -665,22 +779,21 @@ def _no_full_collections() -> Iterator[Callable[[], None]]:
         gc.set_threshold(*before)
 
 
-def _example(kg: KnowledgeGraph, cache: ReadCache, q, depth: int, report: LearnReport, out: list[Example]) -> float:
-    """``q``'s training example, appended to ``out`` when a chain reaches its
-    answers (its F1 returned, else 0.0; what went wrong counted in ``report``)."""
+def _example(kg: KnowledgeGraph, cache: ReadCache, q, depth: int) -> Searched:
+    """What ``q`` gives: its outcome (the ``LearnReport`` count it adds to),
+    the F1 of its best chains, and its training example when a chain reaches
+    its answers."""
     from engine.errors import TogError
     from engine.evaluate import topics_for
     from engine.linking import link
 
     answers = {k for k in (name_key(a) for a in q.answers) if k}
     if not answers:
-        report.no_answers += 1
-        return 0.0
+        return "no_answers", 0.0, None
     try:
         topics: list[Node] = link(kg, q.question, topics_for(kg, q))
     except TogError:
-        report.no_topic += 1
-        return 0.0
+        return "no_topic", 0.0, None
     names = [t.name for t in topics]
     side = answer_side(cache, answers)
     best, labels = 0.0, dict[Chain, float]()
@@ -694,11 +807,8 @@ def _example(kg: KnowledgeGraph, cache: ReadCache, q, depth: int, report: LearnR
             best, labels = found.f1, {}
         labels.update((c, 1.0) for c in found.chains)
     if not labels:
-        report.no_chain += 1
-        return 0.0
-    report.used += 1
-    out.append(Example(features(q.question, names), labels, pattern(q.question, names)))
-    return best
+        return "no_chain", 0.0, None
+    return "used", best, Example(features(q.question, names), labels, pattern(q.question, names))
 
 
 def _answer_ids(kg: KnowledgeGraph, answers: set[str], most: int = 20) -> tuple[list[str], bool]:
@@ -1006,17 +1116,33 @@ def split(items: Sequence, share: float, seed: int) -> tuple[list, list]:
 def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: str = "",
           progress: bool | None = None, epochs: int = 80,
           keep: Callable[[LearnReport], bool] | None = None, exemplars: Sequence[Exemplar] = (),
-          avoid: Sequence[Example] = ()) -> LearnReport:
+          avoid: Sequence[Example] = (), journal: Journal | None = None) -> LearnReport:
     """Find the chains behind ``questions``' answers, train, and write the
     learned file to ``out`` when given (unless ``keep`` says the report is
     not worth a file); the text is also ``report.text``.  ``avoid``:
     examples of chains wordings do not ask for (``from_feedback``).
+    ``journal``: where the search is kept as it goes (see ``Journal``);
+    removed once the file is written (or found not worth writing).
 
     Deterministic for a given store and question list."""
     import time
 
     started = time.perf_counter()
     report = LearnReport()
+    try:
+        _learn(kg, questions, out, depth, source, progress, epochs, keep, exemplars, avoid, journal, report)
+    except BaseException:
+        if journal is not None:
+            journal.close()
+        raise
+    report.seconds = round(time.perf_counter() - started, 3)
+    if journal is not None:
+        journal.close(done=True)
+    return report
+
+
+def _learn(kg, questions, out, depth, source, progress, epochs, keep, exemplars, avoid, journal,
+           report: LearnReport) -> None:
     bar = None
     if progress:
         from tqdm import tqdm
@@ -1024,13 +1150,12 @@ def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: 
         bar = tqdm(total=len(questions), unit="q", desc="finding chains", dynamic_ncols=True)
     try:
         examples = examples_from(kg, questions, depth, progress=bar.update if bar is not None else None,
-                                 report=report)
+                                 report=report, journal=journal)
     finally:
         if bar is not None:
             bar.close()
     chains, slots = train([*examples, *avoid], epochs=epochs)
     report.chains = len(chains)
-    report.seconds = round(time.perf_counter() - started, 3)
     info = {"version": FORMAT_VERSION, "source": source, "questions": report.questions, "used": report.used,
             "no_topic": report.no_topic, "no_chain": report.no_chain, "depth": depth,
             "mean_f1": report.f1}
@@ -1039,4 +1164,3 @@ def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: 
         from pathlib import Path
 
         Path(out).write_text(report.text, encoding="utf-8")
-    return report

@@ -12,6 +12,8 @@ from conftest import load_into, no_traceback, open_spec
 
 import engine.learning as learning
 from engine.descriptions import DescriptionError, Descriptions
+from engine.evaluate import read_questions
+from engine.store import open_store
 from engine.learning import (
     ChainModel,
     LearnedChain,
@@ -114,6 +116,78 @@ def test_learning_is_deterministic(tog, tmp_path, harbour_files):
     assert tog("learn", str(files["learn"]), "--store", store, "--out", str(one)).exit_code == 0
     assert tog("learn", str(files["learn"]), "--store", store, "--out", str(two)).exit_code == 0
     assert one.read_bytes() == two.read_bytes()
+
+
+def test_a_stopped_learn_goes_on_where_it_stopped_and_writes_what_an_unbroken_run_writes(tog, tmp_path, harbour_files,
+                                                                                        monkeypatch):
+    """What each question gave is kept in OUT.partial as it is found: the
+    same command after an interruption (or a kill, which may cut the last
+    line short) searches only the questions left, and writes the file an
+    unbroken run writes. A search made otherwise is refused, not mixed in;
+    --restart searches everything again."""
+    kb, files = harbour_files
+    store = str(tmp_path / "store")
+    assert tog("load", kb, "--store", store, "--format", "tsv").exit_code == 0
+    whole = tmp_path / "whole.toml"
+    assert tog("learn", files["learn"], "--store", store, "--out", whole).exit_code == 0
+    assert not (tmp_path / "whole.toml.partial").exists()
+    asked = list(read_questions(files["learn"]))
+    n, distinct = len(asked), len({learning.Journal.key(q) for q in asked})  # the same question twice: searched once
+    with open_store(store) as s:  # the same as learning without a journal (which searches a repeat again)
+        bare = learning.learn(s.kg, asked, None).text
+    assert [x for x in bare.splitlines() if not x.startswith("source =")] == [
+        x for x in whole.read_text(encoding="utf-8").splitlines() if not x.startswith("source =")]
+    plain, searched = learning._example, []
+
+    def search(kg, cache, q, depth):
+        if stop_after is not None and len(searched) == stop_after:
+            raise KeyboardInterrupt
+        searched.append(q.question)
+        return plain(kg, cache, q, depth)
+
+    monkeypatch.setattr(learning, "_example", search)
+    out, partial = tmp_path / "learned.toml", tmp_path / "learned.toml.partial"
+    stop_after = 7
+    r = tog("learn", files["learn"], "--store", store, "--out", out)
+    assert r.exit_code == 130 and no_traceback(r) and str(partial) in r.output and not out.exists()
+    assert len(partial.read_text(encoding="utf-8").splitlines()) == 1 + 7
+    with open(partial, "ab") as fh:
+        fh.write(b'["0123456789abcdef01234567", "us')  # the line a kill cut short
+
+    stop_after = None
+    r = tog("learn", files["learn"], "--store", store, "--out", out, "--depth", "2")
+    assert r.exit_code == 1 and no_traceback(r) and "depth: 3 -> 2" in r.output and "--restart" in r.output
+    assert partial.exists() and not out.exists()
+    searched.clear()
+    r = tog("learn", files["learn"], "--store", store, "--out", out)
+    assert r.exit_code == 0, r.output
+    first = list(dict.fromkeys(learning.Journal.key(q) for q in asked))[:7]
+    again = sum(learning.Journal.key(q) in first for q in asked)
+    assert f"{again} of {n} questions searched before" in r.output and len(searched) == distinct - 7
+    assert out.read_bytes() == whole.read_bytes() and not partial.exists()
+
+    stop_after, searched[:] = 3, []
+    assert tog("learn", files["learn"], "--store", store, "--out", out).exit_code == 130
+    stop_after, searched[:] = None, []
+    r = tog("learn", files["learn"], "--store", store, "--out", out, "--restart")
+    assert r.exit_code == 0 and "searched before" not in r.output and len(searched) == distinct
+    assert out.read_bytes() == whole.read_bytes()
+
+    stop_after, searched[:] = 3, []
+    assert tog("learn", files["learn"], "--store", store, "--out", out).exit_code == 130
+    stop_after = None
+    assert tog("correct", "--add", "ship_00|kq1|port_7", "--reason", "a new berth", "--store", store).exit_code == 0
+    r = tog("learn", files["learn"], "--store", store, "--out", out)  # the KG changed since: not mixed in
+    assert r.exit_code == 1 and "kg: '1 loads, 0 corrections" in r.output and "1 corrections" in r.output
+
+    for foreign in ("these are not the chains you are looking for\n", "nor is this"):
+        partial.write_text(foreign, encoding="utf-8")  # not ours: refused, and left as it is
+        r = tog("learn", files["learn"], "--store", store, "--out", out)
+        assert r.exit_code == 1 and no_traceback(r) and "not a journal of tog learn" in r.output
+        assert partial.read_text(encoding="utf-8") == foreign
+    partial.write_bytes(b"")  # a kill as it began
+    searched[:] = []
+    assert tog("learn", files["learn"], "--store", store, "--out", out).exit_code == 0 and len(searched) == distinct
 
 
 def test_nothing_to_learn_is_one_line_and_writes_no_file(tog, tmp_path, harbour_files):
@@ -425,8 +499,9 @@ def test_learned_into_the_store_serves_every_later_question(tog, tmp_path, harbo
     assert tog("load", str(kb), "--store", store_spec, "--format", "tsv").exit_code == 0
     question = "in which year was the person who commands [ship_30] born"
     before = json.loads(tog("ask", question, "--store", store_spec, "--json").output)
-    r = tog("learn", str(files["learn"]), "--store", store_spec, "--into-store")
+    r = tog("learn", str(files["learn"]), "--store", store_spec, "--into-store", "--out", tmp_path / "l.toml")
     assert r.exit_code == 0 and "kept in" in r.output, r.output
+    assert (tmp_path / "l.toml").exists() and not (tmp_path / "l.toml.partial").exists()  # (its journal gone)
     after = json.loads(tog("ask", question, "--store", store_spec, "--json").output)
     assert after["depth"] == 2 and after["answer"] != before["answer"]
     assert after["answer"][0].isdigit()
