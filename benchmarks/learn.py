@@ -12,11 +12,14 @@ walks of 2-3 hops from topics half among the biggest hubs, each answered
 by the neighbours its last hop reached (up to 20), learned from in one
 run; prints the time a question, the time in the KG's two reads, the
 chains found and the peak RSS; ``--neo4j`` learns the same on Neo4j and
-says whether the learned file is the same.
+says whether the learned file is the same.  ``--sets journal`` measures
+what keeping the search as it goes (``tog learn --out``'s OUT.partial)
+costs, on MetaQA 2-hop questions.
 
     python benchmarks/learn.py --per-hop 1000
     python benchmarks/learn.py --sets synth --sizes 1000000 10000000
     python benchmarks/learn.py --sets synth --sizes 10000000 --neo4j bolt://127.0.0.1:7687
+    python benchmarks/learn.py --sets journal --journal-questions 5000
 """
 
 from __future__ import annotations
@@ -35,18 +38,29 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE.parent.parent / "shared" / "data"
 
 
-def metaqa(args) -> None:
-    from engine.evaluate import Question
-    from engine.learning import learn, split
+def metaqa_store(args):
+    """The MetaQA KB's store in the workdir (loaded, or its load resumed), or
+    None when the data is not there (said)."""
     from engine.store import open_store
     from loaders.load import load_file
 
     data = args.data / "metaqa"
     if not (data / "kb.txt.gz").exists():
         print(f"MetaQA data not found at {data}; skipped")
-        return
+        return None
     store = open_store(args.workdir / "metaqa-store", create=True)
     load_file(store.need_sink(), data / "kb.txt.gz", fmt="delimited")
+    return store
+
+
+def metaqa(args) -> None:
+    from engine.evaluate import Question
+    from engine.learning import learn, split
+
+    store = metaqa_store(args)
+    if store is None:
+        return
+    data = args.data / "metaqa"
     train, test = [], {}
     for hop in (1, 2, 3):
         with gzip.open(data / f"{hop}-hop" / "qa_dev.txt.gz", "rt", encoding="utf-8") as fh:
@@ -95,6 +109,41 @@ def pathquestion(args) -> None:
             args.descriptions = descriptions
             run_set(f"{name} {label}", test, answerer(store, args), args.workdir / f"{name}-{label}.jsonl")
         store.close()
+
+
+def journal(args) -> None:
+    """What keeping the search in a journal (``tog learn --out``'s OUT.partial)
+    costs: the first ``--journal-questions`` MetaQA 2-hop dev questions
+    searched without it and with it, alternating, then read back from it."""
+    import tempfile
+
+    from engine.evaluate import read_questions
+    from engine.learning import Journal, examples_from
+
+    store = metaqa_store(args)
+    if store is None:
+        return
+    qs = list(read_questions(args.data / "metaqa" / "2-hop" / "qa_dev.txt.gz"))[:args.journal_questions]
+    path = Path(tempfile.mkdtemp()) / "learned.toml.partial"
+    kept = None
+    for _ in range(args.rounds):
+        for side in ("without", "with"):
+            path.unlink(missing_ok=True)
+            kept = Journal(path, {"depth": args.depth}) if side == "with" else None
+            started = time.perf_counter()
+            examples = examples_from(store.kg, qs, args.depth, journal=kept)
+            took = time.perf_counter() - started
+            if kept is not None:
+                kept.close()
+            print(f"{len(qs):,} questions searched {side} a journal in {took:.2f} s ({len(examples):,} examples"
+                  + (f"; {path.stat().st_size / 1e6:.1f} MB kept)" if kept is not None else ")"), flush=True)
+    started = time.perf_counter()
+    kept = Journal(path, {"depth": args.depth})
+    again = examples_from(store.kg, qs, args.depth, journal=kept)
+    kept.close(done=True)
+    same = [e.labels for e in again] == [e.labels for e in examples] and len(again) == len(examples)
+    print(f"read back from it in {time.perf_counter() - started:.2f} s, the same examples: {same}")
+    store.close()
 
 
 def synth_walks(kg, n: int, seed: int) -> list:
@@ -181,11 +230,14 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--per-hop", type=int, default=1000, help="MetaQA questions answered per hop (0: all).")
     ap.add_argument("--learn-per-hop", type=int, default=0, help="MetaQA questions learned from per hop (0: all).")
-    ap.add_argument("--sets", nargs="+", choices=["metaqa", "pathquestion", "synth"],
+    ap.add_argument("--sets", nargs="+", choices=["metaqa", "pathquestion", "synth", "journal"],
                     default=["metaqa", "pathquestion"])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000],
                     help="--sets synth: the synthetic graphs' sizes (their stores shared with kg_scale.py).")
     ap.add_argument("--walks", type=int, default=20, help="--sets synth: walk questions learned from per graph.")
+    ap.add_argument("--journal-questions", type=int, default=5000,
+                    help="--sets journal: MetaQA 2-hop questions searched with and without a journal.")
+    ap.add_argument("--rounds", type=int, default=2, help="--sets journal: rounds, each without then with.")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/tog-bench-learn"))
     ap.add_argument("--scale-workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "tog-bench-scale",
                     help="--sets synth: where kg_scale.py keeps the graphs and their stores.")
@@ -201,6 +253,8 @@ def main() -> None:
         pathquestion(args)
     if "synth" in args.sets:
         synth(args)
+    if "journal" in args.sets:
+        journal(args)
 
 
 if __name__ == "__main__":
