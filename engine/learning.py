@@ -1129,38 +1129,33 @@ def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: 
 
     started = time.perf_counter()
     report = LearnReport()
-    try:
-        _learn(kg, questions, out, depth, source, progress, epochs, keep, exemplars, avoid, journal, report)
-    except BaseException:
-        if journal is not None:
-            journal.close()
-        raise
-    report.seconds = round(time.perf_counter() - started, 3)
-    if journal is not None:
-        journal.close(done=True)
-    return report
-
-
-def _learn(kg, questions, out, depth, source, progress, epochs, keep, exemplars, avoid, journal,
-           report: LearnReport) -> None:
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(questions), unit="q", desc="finding chains", dynamic_ncols=True)
     try:
-        examples = examples_from(kg, questions, depth, progress=bar.update if bar is not None else None,
-                                 report=report, journal=journal)
-    finally:
-        if bar is not None:
-            bar.close()
-    chains, slots = train([*examples, *avoid], epochs=epochs)
-    report.chains = len(chains)
-    info = {"version": FORMAT_VERSION, "source": source, "questions": report.questions, "used": report.used,
-            "no_topic": report.no_topic, "no_chain": report.no_chain, "depth": depth,
-            "mean_f1": report.f1}
-    report.text = learned_text(chains, slots, info, exemplars)
-    if out is not None and (keep is None or keep(report)):
-        from pathlib import Path
+        try:
+            examples = examples_from(kg, questions, depth, progress=bar.update if bar is not None else None,
+                                     report=report, journal=journal)
+        finally:
+            if bar is not None:
+                bar.close()
+        chains, slots = train([*examples, *avoid], epochs=epochs)
+        report.chains = len(chains)
+        report.seconds = round(time.perf_counter() - started, 3)
+        info = {"version": FORMAT_VERSION, "source": source, "questions": report.questions, "used": report.used,
+                "no_topic": report.no_topic, "no_chain": report.no_chain, "depth": depth,
+                "mean_f1": report.f1}
+        report.text = learned_text(chains, slots, info, exemplars)
+        if out is not None and (keep is None or keep(report)):
+            from pathlib import Path
 
-        Path(out).write_text(report.text, encoding="utf-8")
+            Path(out).write_text(report.text, encoding="utf-8")
+    except BaseException:
+        if journal is not None:
+            journal.close()  # kept for the next run
+        raise
+    if journal is not None:
+        journal.close(done=True)
+    return report
