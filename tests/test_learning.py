@@ -8,12 +8,11 @@ import json
 import random
 
 import pytest
-from conftest import load_into, no_traceback, open_spec
+from conftest import VENV_BIN, env_without_traceback, load_into, no_traceback, open_spec
 
 import engine.learning as learning
 from engine.descriptions import DescriptionError, Descriptions
 from engine.evaluate import read_questions
-from engine.store import open_store
 from engine.learning import (
     ChainModel,
     LearnedChain,
@@ -27,6 +26,7 @@ from engine.pruning import get_pruner
 from engine.reasoning import get_reasoner
 from engine.runs import ask, render_tree
 from engine.search import SearchConfig
+from engine.store import open_store
 
 # A harbour KG with opaque relation codes: ship -kq1-> port -kq2-> land,
 # ship -kq3-> skipper -kq4-> year.
@@ -188,6 +188,41 @@ def test_a_stopped_learn_goes_on_where_it_stopped_and_writes_what_an_unbroken_ru
     partial.write_bytes(b"")  # a kill as it began
     searched[:] = []
     assert tog("learn", files["learn"], "--store", store, "--out", out).exit_code == 0 and len(searched) == distinct
+
+
+def test_a_killed_learn_goes_on_where_it_stopped(tog, tmp_path, harbour_files):
+    """SIGKILL in the middle of the search (nothing of tog's runs after it):
+    what was kept stays, and the same command searches the rest and writes
+    the file an unbroken run writes."""
+    import signal
+    import subprocess
+    import time
+
+    kb, files = harbour_files
+    store = str(tmp_path / "store")
+    assert tog("load", kb, "--store", store, "--format", "tsv").exit_code == 0
+    base = [json.loads(line) for line in files["learn"].read_text(encoding="utf-8").splitlines()]
+    many = tmp_path / "many.jsonl"  # long enough (a few seconds) for a kill to land in the middle
+    many.write_text("".join(json.dumps({**q, "id": f"{i}-{k}", "question": f"{q['question']} (take {k})"}) + "\n"
+                            for k in range(40) for i, q in enumerate(base)), encoding="utf-8")
+    distinct = len({learning.Journal.key(q) for q in read_questions(many)})
+    whole = tmp_path / "whole.toml"
+    assert tog("learn", many, "--store", store, "--out", whole).exit_code == 0
+    out, partial = tmp_path / "learned.toml", tmp_path / "learned.toml.partial"
+    proc = subprocess.Popen([str(VENV_BIN / "tog"), "learn", str(many), "--store", store, "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env_without_traceback())
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        if partial.exists() and partial.read_bytes().count(b"\n") > 30:
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.005)
+    assert proc.wait() == -signal.SIGKILL and not out.exists()
+    kept = partial.read_bytes().count(b"\n") - 1
+    assert 30 <= kept < distinct, (kept, distinct)
+    r = tog("learn", many, "--store", store, "--out", out)
+    assert r.exit_code == 0 and "searched before" in r.output, r.output
+    assert out.read_bytes() == whole.read_bytes() and not partial.exists()
 
 
 def test_nothing_to_learn_is_one_line_and_writes_no_file(tog, tmp_path, harbour_files):
