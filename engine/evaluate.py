@@ -299,9 +299,9 @@ def set_f1(predictions: list[str], answers: list[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def _drop_torn_tail(out: Path) -> None:
+def drop_torn_tail(out: Path) -> None:
     """Cut a last line that a kill left without its newline; that question
-    is simply answered again."""
+    is simply answered (or searched) again."""
     if not out.exists() or out.stat().st_size == 0:
         return
     with out.open("rb+") as fh:
@@ -340,7 +340,7 @@ def evaluate(
     if out.is_dir():
         raise TogError(f"--out {out} is a directory; give a file name")
     out.parent.mkdir(parents=True, exist_ok=True)
-    _drop_torn_tail(out)
+    drop_torn_tail(out)
     seen = done_ids(out)
     todo = [q for q in questions if q.id not in seen]
     bar = None

@@ -655,9 +655,9 @@ class Journal:
     interrupted, its store gone) goes on where it stopped: the same
     questions are not searched again, and the learned file is the one an
     unbroken run writes.  Its first line is the run's ``identity``; a
-    journal of another (other depth, other store) is refused, so as not to
-    mix searches.  A line cut short by a kill is dropped, and its question
-    searched again."""
+    journal of another (other depth, store or KG state) is refused, so as
+    not to mix searches.  A line cut short by a kill is dropped, and one
+    that cannot be read is passed over: their questions are searched again."""
 
     def __init__(self, path, identity: dict, restart: bool = False) -> None:
         from pathlib import Path
@@ -673,17 +673,18 @@ class Journal:
 
     def _open(self, identity: dict, restart: bool) -> None:
         from engine.errors import TogError
+        from engine.evaluate import drop_torn_tail
 
-        head = json.dumps({"tog_learn_journal": identity}, sort_keys=True, ensure_ascii=False)
-        good, lines = 0, [b""]
         if restart:
             self.path.unlink(missing_ok=True)
-        elif self.path.exists():
-            with open(self.path, "rb") as fh:
-                lines = fh.read().split(b"\n")
-        if len(lines) == 1 and lines[0].startswith(b'{"tog_learn_journal"'):
-            lines = [b""]  # cut short as it began: a new one
-        if lines != [b""]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "ab+") as fh:  # (made when missing)
+            fh.seek(0)
+            if not b'{"tog_learn_journal"'.startswith(fh.read(20)):  # (a head cut short is a new journal)
+                raise TogError(f"{self.path} is not a journal of tog learn; remove it or give --restart")
+        drop_torn_tail(self.path)  # a line a kill cut short: its question is searched again
+        lines = self.path.read_bytes().splitlines()
+        if lines:
             try:
                 first = json.loads(lines[0])["tog_learn_journal"]
             except (ValueError, KeyError, TypeError):
@@ -693,25 +694,19 @@ class Journal:
                            if first.get(k) != identity.get(k)]
                 raise TogError(f"{self.path} holds a search made otherwise ({'; '.join(changed)}); run with the "
                                "same settings, or --restart to search every question again")
-            good = len(lines[0]) + 1
-            for line in lines[1:-1]:  # the last piece is what follows the last newline: a cut line, or nothing
-                try:
-                    key, outcome, f1, ex = json.loads(line)
-                    example = None if ex is None else Example(
-                        tuple(map(str, ex[0])), {tuple((str(r), str(d)) for r, d in c): float(w) for c, w in ex[1]},
-                        str(ex[2]))
-                except (ValueError, TypeError, IndexError):
-                    break
-                if outcome not in OUTCOMES:
-                    break
-                self.kept[str(key)] = (outcome, float(f1), example)
-                good += len(line) + 1
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "r+b" if good else "wb")
-        if good:
-            self._fh.truncate(good)
-            self._fh.seek(good)
-        else:
+        for line in lines[1:]:
+            try:
+                key, outcome, f1, ex = json.loads(line)
+                example = None if ex is None else Example(
+                    tuple(map(str, ex[0])), {tuple((str(r), str(d)) for r, d in c): float(w) for c, w in ex[1]},
+                    str(ex[2]))
+                if outcome in OUTCOMES:
+                    self.kept[str(key)] = (outcome, float(f1), example)
+            except (ValueError, TypeError, IndexError):
+                continue  # (not a line of ours: its question is searched again)
+        self._fh = open(self.path, "ab")
+        if not lines:
+            head = json.dumps({"tog_learn_journal": identity}, sort_keys=True, ensure_ascii=False)
             self._fh.write(head.encode("utf-8") + b"\n")
             self._fh.flush()
 

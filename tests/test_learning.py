@@ -151,8 +151,9 @@ def test_a_stopped_learn_goes_on_where_it_stopped_and_writes_what_an_unbroken_ru
     r = tog("learn", files["learn"], "--store", store, "--out", out)
     assert r.exit_code == 130 and no_traceback(r) and str(partial) in r.output and not out.exists()
     assert len(partial.read_text(encoding="utf-8").splitlines()) == 1 + 7
-    with open(partial, "ab") as fh:
-        fh.write(b'["0123456789abcdef01234567", "us')  # the line a kill cut short
+    with open(partial, "ab") as fh:  # lines that are not ours (passed over), then one a kill cut short
+        fh.write(b'["k", "used", "not a number", null]\n{"a": 1, "b": 2, "c": 3, "d": 4}\n\xff\xfe\n')
+        fh.write(b'["0123456789abcdef01234567", "us')
 
     stop_after = None
     r = tog("learn", files["learn"], "--store", store, "--out", out, "--depth", "2")
