@@ -125,8 +125,7 @@ def journal(args) -> None:
         return
     qs = list(read_questions(args.data / "metaqa" / "2-hop" / "qa_dev.txt.gz"))[:args.journal_questions]
     path = Path(tempfile.mkdtemp()) / "learned.toml.partial"
-    kept = None
-    for _ in range(args.rounds):
+    for _ in range(max(1, args.rounds)):
         for side in ("without", "with"):
             path.unlink(missing_ok=True)
             kept = Journal(path, {"depth": args.depth}) if side == "with" else None
