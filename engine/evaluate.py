@@ -192,6 +192,15 @@ def _flat(d: object, prefix: str = "") -> dict[str, object]:
     return out
 
 
+def identity_changes(before: dict, now: dict) -> str:
+    """What differs between two identities of a resumable run, in short:
+    ``key: old -> new`` for the first three, and how many more."""
+    old, new = _flat(before), _flat(now)
+    changed = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    shown = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:3])
+    return shown + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+
+
 def check_identity(out: Path, identity: dict, restart: bool = False) -> None:
     """Refuse to add to ``out`` answers made otherwise than the ones in it
     (other settings, another question file, another store); ``restart``
@@ -209,12 +218,8 @@ def check_identity(out: Path, identity: dict, restart: bool = False) -> None:
         except (OSError, json.JSONDecodeError):
             before = None
         if isinstance(before, dict) and before != identity:
-            old, new = _flat(before), _flat(identity)
-            changed = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
-            shown = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:3])
-            more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
-            raise TogError(f"{out} holds answers made otherwise ({shown}{more}); resume with the same settings, "
-                           "or --restart to start over, or another --out")
+            raise TogError(f"{out} holds answers made otherwise ({identity_changes(before, identity)}); resume "
+                           "with the same settings, or --restart to start over, or another --out")
     kept.write_text(json.dumps(identity, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 

@@ -673,7 +673,7 @@ class Journal:
 
     def _open(self, identity: dict, restart: bool) -> None:
         from engine.errors import TogError
-        from engine.evaluate import drop_torn_tail
+        from engine.evaluate import drop_torn_tail, identity_changes
 
         if restart:
             self.path.unlink(missing_ok=True)
@@ -690,10 +690,8 @@ class Journal:
             except (ValueError, KeyError, TypeError):
                 raise TogError(f"{self.path} is not a journal of tog learn; remove it or give --restart") from None
             if first != identity:
-                changed = [f"{k}: {first.get(k)!r} -> {identity.get(k)!r}" for k in sorted(set(first) | set(identity))
-                           if first.get(k) != identity.get(k)]
-                raise TogError(f"{self.path} holds a search made otherwise ({'; '.join(changed)}); run with the "
-                               "same settings, or --restart to search every question again")
+                raise TogError(f"{self.path} holds a search made otherwise ({identity_changes(first, identity)}); "
+                               "run with the same settings, or --restart to search every question again")
         for line in lines[1:]:
             try:
                 key, outcome, f1, ex = json.loads(line)
