@@ -186,6 +186,9 @@ def test_a_stopped_learn_goes_on_where_it_stopped_and_writes_what_an_unbroken_ru
         r = tog("learn", files["learn"], "--store", store, "--out", out)
         assert r.exit_code == 1 and no_traceback(r) and "not a journal of tog learn" in r.output
         assert partial.read_text(encoding="utf-8") == foreign
+    partial.write_text('{"tog_learn_journal": ["not", "a", "table"]}\n', encoding="utf-8")
+    r = tog("learn", files["learn"], "--store", store, "--out", out)
+    assert r.exit_code == 1 and no_traceback(r) and "made otherwise" in r.output
     partial.write_bytes(b"")  # a kill as it began
     searched[:] = []
     assert tog("learn", files["learn"], "--store", store, "--out", out).exit_code == 0 and len(searched) == distinct
