@@ -934,6 +934,22 @@ def _kg_state(s: Store) -> str:
     return f"{len(loads)} loads, {len(fixes)} corrections ({digest})"
 
 
+def _learn_journal(out: Path | None, store: str, file: Path | None, from_feedback: bool) -> Path:
+    """Where ``tog learn`` keeps its search as it goes: beside its --out
+    file, else (--into-store alone) in the cache directory, one journal a
+    store and question file."""
+    import hashlib
+
+    from engine.llm import cache_dir
+
+    if out is not None:
+        return out.with_name(out.name + ".partial")
+    what = [store if "://" in store else str(Path(store).resolve()),
+            str(file.resolve()) if file is not None else None, from_feedback]
+    digest = hashlib.sha256(json.dumps(what).encode("utf-8")).hexdigest()[:16]
+    return cache_dir() / "learn" / f"{digest}.partial"
+
+
 @cli.command()
 @click.argument("file", type=click.Path(path_type=Path), required=False)
 @store_option
@@ -953,18 +969,20 @@ def _kg_state(s: Store) -> str:
               help="Longest relation chain looked for behind an answer.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @click.option("--restart", is_flag=True,
-              help="Search every question again, dropping what a stopped run found (kept in OUT.partial).")
+              help="Search every question again, dropping what a stopped run found (kept in OUT.partial, or "
+                   "with --into-store alone in $TOG_CACHE_DIR/learn).")
 @_fail_cleanly
 def learn(file, store, out, into_store, forget, types, limit, depth, progress, from_feedback, restart) -> None:
     """Learn which question wordings ask for which relation chains, from the
     questions and answers of FILE (any format `tog eval` reads; no gold paths
     needed) and/or the store's rated runs.
 
-    With --out, what each question gives is kept in OUT.partial as it is
-    found: a run stopped before its end (interrupted, killed, its store gone)
-    goes on from there when the same command is run again."""
+    What each question gives is kept as it is found (in OUT.partial; with
+    --into-store alone, in $TOG_CACHE_DIR/learn): a run stopped before its
+    end (interrupted, killed, its store gone) goes on from there when the
+    same command is run again."""
     from engine.evaluate import read_questions
-    from engine.learning import Journal, fingerprint
+    from engine.learning import Journal, JournalError, fingerprint
     from engine.learning import from_feedback as from_feedback_of
     from engine.learning import learn as learn_from
 
@@ -978,10 +996,10 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
         return
     if file is None and not from_feedback:
         raise click.UsageError("name a question file, or --from-feedback to learn from rated runs")
-    if restart and out is None:
-        raise click.UsageError("--restart drops what a stopped run kept beside its --out file: give --out")
     if out is None and not into_store:
         raise click.UsageError("say where the learned file goes: --out FILE and/or --into-store")
+    if out is not None and out.is_dir():
+        raise click.UsageError(f"--out {out} is a directory; give a file name")
     questions, sources = [], []
     if file is not None:
         questions = list(read_questions(file, types))
@@ -1008,12 +1026,16 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
         if not questions:
             raise click.ClickException("nothing to learn from: no rated runs with an answer in the store")
         runs = s.need_runs() if into_store else None
-        journal = None
-        if out is not None:
-            if out.is_dir():
-                raise click.UsageError(f"--out {out} is a directory; give a file name")
-            journal = Journal(out.with_name(out.name + ".partial"),
-                              {"depth": depth, "store": s.name, "kg": _kg_state(s)}, restart)
+        identity = {"depth": depth, "store": s.name if "://" in store else str(Path(store).resolve()),
+                    "kg": _kg_state(s)}
+        try:
+            journal: Journal | None = Journal(_learn_journal(out, store, file, from_feedback), identity, restart)
+        except JournalError as e:
+            if out is not None:
+                raise
+            journal = None  # (--into-store alone: the run goes on, unkept)
+            echo(f"note: {e}; an interrupted run will start over", err=True)
+        if journal is not None:
             before = sum(journal.get(q) is not None for q in questions)
             if before:
                 echo(f"going on from {journal.path}: {before:,} of {len(questions):,} questions searched before "
@@ -1021,13 +1043,20 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
         try:
             report = learn_from(s.kg, questions, out, depth=depth, progress=progress, source="; ".join(sources),
                                 keep=lambda r: r.used > 0, exemplars=exemplars, avoid=avoid, journal=journal)
+            if runs is not None and report.used:
+                runs.keep_learned(report.text)
         except KeyboardInterrupt:
             kept = (f"the questions searched are kept in {journal.path}: the same command goes on from there"
-                    if journal is not None else "nothing is kept without --out")
+                    if journal is not None else "nothing is kept")
             echo(f"\ninterrupted; {kept}.", err=True)
             sys.exit(130)
-        if runs is not None and report.used:
-            runs.keep_learned(report.text)
+        except Exception:
+            if journal is not None and journal.kept:
+                echo(f"the {len(journal.kept):,} questions searched are kept in {journal.path}: the same command "
+                     "goes on from there", err=True)
+            raise
+        if journal is not None:
+            journal.close(done=True)
     skipped = [f"{n} without a topic entity in the store" for n in [report.no_topic] if n]
     skipped += [f"{n} whose answers no chain of up to {depth} hops reaches" for n in [report.no_chain] if n]
     skipped += [f"{n} without answers" for n in [report.no_answers] if n]

@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from engine.errors import TogError
 from engine.graph import (
     Candidate,
     KnowledgeGraph,
@@ -649,6 +650,10 @@ Searched = tuple[str, float, "Example | None"]  # a question's outcome (a LearnR
 OUTCOMES = ("used", "no_topic", "no_chain", "no_answers")
 
 
+class JournalError(TogError):
+    """A journal that cannot be written where it was asked for."""
+
+
 class Journal:
     """What the chain search found for each question of a ``tog learn``,
     one JSON line a question as it is found, so that a run stopped (killed,
@@ -662,17 +667,15 @@ class Journal:
     def __init__(self, path, identity: dict, restart: bool = False) -> None:
         from pathlib import Path
 
-        from engine.errors import TogError
-
         self.path = Path(path)
         self.kept: dict[str, Searched] = {}
         try:
             self._open(identity, restart)
         except OSError as e:
-            raise TogError(f"{self.path}: cannot keep the search there ({e.strerror or type(e).__name__})") from None
+            raise JournalError(f"{self.path}: cannot keep the search there ({e.strerror or type(e).__name__})"
+                               ) from None
 
     def _open(self, identity: dict, restart: bool) -> None:
-        from engine.errors import TogError
         from engine.evaluate import drop_torn_tail, identity_changes
 
         if restart:
@@ -729,13 +732,12 @@ class Journal:
             self._fh.write(json.dumps([key, outcome, f1, ex], ensure_ascii=False).encode("utf-8") + b"\n")
             self._fh.flush()
         except OSError as e:
-            from engine.errors import TogError
-
-            raise TogError(f"{self.path}: cannot keep the search there ({e.strerror or type(e).__name__}); "
-                           "what was kept before stays") from None
+            raise JournalError(f"{self.path}: cannot keep the search there ({e.strerror or type(e).__name__}); "
+                               "what was kept before stays") from None
 
     def close(self, done: bool = False) -> None:
-        """Close; ``done``: the run ended, and the journal is removed."""
+        """Close; ``done``: what the run found is where it goes, and the
+        journal is removed."""
         self._fh.close()
         if done:
             self.path.unlink(missing_ok=True)
@@ -776,7 +778,6 @@ def _example(kg: KnowledgeGraph, cache: ReadCache, q, depth: int) -> Searched:
     """What ``q`` gives: its outcome (the ``LearnReport`` count it adds to),
     the F1 of its best chains, and its training example when a chain reaches
     its answers."""
-    from engine.errors import TogError
     from engine.evaluate import topics_for
     from engine.linking import link
 
@@ -1115,7 +1116,8 @@ def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: 
     not worth a file); the text is also ``report.text``.  ``avoid``:
     examples of chains wordings do not ask for (``from_feedback``).
     ``journal``: where the search is kept as it goes (see ``Journal``);
-    removed once the file is written (or found not worth writing).
+    closed, and kept: the caller removes it (``close(done=True)``) once
+    what was learned is where it goes.
 
     Deterministic for a given store and question list."""
     import time
@@ -1145,10 +1147,7 @@ def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: 
             from pathlib import Path
 
             Path(out).write_text(report.text, encoding="utf-8")
-    except BaseException:
+    finally:
         if journal is not None:
-            journal.close()  # kept for the next run
-        raise
-    if journal is not None:
-        journal.close(done=True)
+            journal.close()
     return report

@@ -62,9 +62,14 @@ def litellm():
     return _litellm_module
 
 
+def cache_dir() -> Path:
+    """Where tog keeps what outlives a process but not the user's files:
+    $TOG_CACHE_DIR, or ~/.cache/tog."""
+    return Path(os.environ.get("TOG_CACHE_DIR") or Path.home() / ".cache" / "tog")
+
+
 def _default_cache_path() -> Path:
-    root = os.environ.get("TOG_CACHE_DIR") or Path.home() / ".cache" / "tog"
-    return Path(root) / "llm-cache.sqlite"
+    return cache_dir() / "llm-cache.sqlite"
 
 
 @dataclass(frozen=True)

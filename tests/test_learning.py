@@ -229,6 +229,60 @@ def test_a_killed_learn_goes_on_where_it_stopped(tog, tmp_path, harbour_files):
     assert out.read_bytes() == whole.read_bytes() and not partial.exists()
 
 
+def test_learning_into_the_store_alone_goes_on_where_it_stopped(tog, tmp_path, harbour_files, monkeypatch):
+    """With --into-store and no --out, the search is kept in the cache
+    directory, one journal a store and question file: an interrupted or
+    failed run goes on where it stopped (the store named by a relative path
+    as well), and the store keeps what an unbroken run learns. A cache that
+    cannot be written is said in one line, and the run goes on unkept."""
+    from engine.errors import StoreError
+
+    kb, files = harbour_files
+    store = tmp_path / "store"
+    assert tog("load", kb, "--store", store, "--format", "tsv").exit_code == 0
+    whole = tmp_path / "whole.toml"
+    assert tog("learn", files["learn"], "--store", store, "--out", whole).exit_code == 0
+    distinct = len({learning.Journal.key(q) for q in read_questions(files["learn"])})
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TOG_CACHE_DIR", str(cache))
+    plain, searched = learning._example, []
+
+    def search(kg, cache, q, depth):
+        if len(searched) == stop_after:
+            raise failure
+        searched.append(q.question)
+        return plain(kg, cache, q, depth)
+
+    def kept_learned():
+        with open_store(str(store)) as s:
+            return s.need_runs().learned()
+
+    monkeypatch.setattr(learning, "_example", search)
+    stop_after, failure = 5, KeyboardInterrupt()
+    r = tog("learn", files["learn"], "--store", store, "--into-store")
+    journals = list((cache / "learn").iterdir())
+    assert r.exit_code == 130 and no_traceback(r) and len(journals) == 1 and str(journals[0]) in r.output
+    assert len(journals[0].read_text(encoding="utf-8").splitlines()) == 1 + 5 and kept_learned() is None
+
+    stop_after, failure, searched[:] = 8, StoreError("the connection to the store dropped"), []
+    monkeypatch.chdir(tmp_path)  # the same store by a relative path: the same journal
+    r = tog("learn", files["learn"], "--store", "store", "--into-store")
+    assert r.exit_code == 1 and no_traceback(r) and "connection to the store dropped" in r.output
+    assert f"the {5 + 8} questions searched are kept in {journals[0]}" in r.output
+    assert list((cache / "learn").iterdir()) == journals and kept_learned() is None
+
+    stop_after, searched[:] = None, []
+    r = tog("learn", files["learn"], "--store", "store", "--into-store")
+    assert r.exit_code == 0 and "searched before" in r.output and len(searched) == distinct - 13, r.output
+    assert kept_learned() == whole.read_text(encoding="utf-8") and not any((cache / "learn").iterdir())
+
+    assert tog("learn", "--forget", "--store", store).exit_code == 0
+    monkeypatch.setenv("TOG_CACHE_DIR", str(whole))  # a file: no journal can go there
+    r = tog("learn", files["learn"], "--store", store, "--into-store")
+    assert r.exit_code == 0 and "cannot keep the search there" in r.output and "will start over" in r.output
+    assert kept_learned() == whole.read_text(encoding="utf-8") and no_traceback(r)
+
+
 def test_nothing_to_learn_is_one_line_and_writes_no_file(tog, tmp_path, harbour_files):
     kb, _ = harbour_files
     store = str(tmp_path / "store")
