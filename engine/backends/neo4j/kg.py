@@ -287,12 +287,16 @@ class Neo4jKG(KnowledgeGraph):
         by_type: dict[tuple[str, str], list[tuple[str, Relation]]] = defaultdict(list)
         for pair in read:
             by_type[(pair[1].id, pair[1].direction)].append(pair)
+        parts, statements = [], []
         for (relation, direction), group in by_type.items():  # a statement per type: named in its text
             text = render_cypher(f"expand_{direction}", type=cypher_name(relation))
             for part in chunks(group, BATCH):
-                for row in self._run_text(text, pairs=one_plan([[e, k] for k, (e, _) in enumerate(part)]),
-                                          n=window + 1):
-                    rows[part[row["k"]]][row["x"]] = _node(row)
+                parts.append(part)
+                statements.append((text, {"pairs": one_plan([[e, k] for k, (e, _) in enumerate(part)]),
+                                          "n": window + 1}))
+        for part, got in zip(parts, self.session.run_many(statements, meter=self.meter)):
+            for row in got:
+                rows[part[row["k"]]][row["x"]] = _node(row)
         degree = {pair: len(rows[pair]) for pair in read}
         crowded = known + [pair for pair in read if degree[pair] > window]
         if crowded:

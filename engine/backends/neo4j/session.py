@@ -137,6 +137,32 @@ class Neo4jSession:
             if meter is not None:
                 meter.add(time.perf_counter() - started)
 
+    def run_many(self, statements: Sequence[tuple[str, dict[str, Any]]], *,
+                 meter: Meter | None = None) -> list[list]:
+        """Read statements (texts as ``run_text`` takes, with their
+        parameters) in one read transaction: their records, in order. A
+        transaction each costs its own begin and commit; here they share
+        one (retried whole by the driver on transient errors), and read one
+        state of the database. Counted on ``meter`` a statement each."""
+        import neo4j
+
+        if len(statements) <= 1:
+            return [self.run_text(text, meter=meter, **params) for text, params in statements]
+
+        def work(tx) -> list[list]:
+            return [list(tx.run(text, params)) for text, params in statements]
+
+        started = time.perf_counter()
+        try:
+            with self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS,
+                                     bookmark_manager=self.driver.execute_query_bookmark_manager) as session:
+                return session.execute_read(work)
+        except (self.nx.DriverError, self.nx.Neo4jError, OSError) as e:
+            raise self.error(e) from e
+        finally:
+            if meter is not None:
+                meter.add(time.perf_counter() - started, len(statements))
+
     def run_batched(self, name: str) -> None:
         """A statement that commits in batches itself (``CALL {} IN
         TRANSACTIONS``), so in an implicit transaction."""
