@@ -1040,11 +1040,13 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
             if before:
                 echo(f"going on from {journal.path}: {before:,} of {len(questions):,} questions searched before "
                      "(--restart searches them again)")
+        done = False
         try:
             report = learn_from(s.kg, questions, out, depth=depth, progress=progress, source="; ".join(sources),
                                 keep=lambda r: r.used > 0, exemplars=exemplars, avoid=avoid, journal=journal)
             if runs is not None and report.used:
                 runs.keep_learned(report.text)
+            done = True
         except KeyboardInterrupt:
             kept = (f"the questions searched are kept in {journal.path}: the same command goes on from there"
                     if journal is not None else "nothing is kept")
@@ -1055,8 +1057,9 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
                 echo(f"the {len(journal.kept):,} questions searched are kept in {journal.path}: the same command "
                      "goes on from there", err=True)
             raise
-        if journal is not None:
-            journal.close(done=True)
+        finally:
+            if journal is not None:
+                journal.close(done=done)  # removed once what was learned is where it goes
     skipped = [f"{n} without a topic entity in the store" for n in [report.no_topic] if n]
     skipped += [f"{n} whose answers no chain of up to {depth} hops reaches" for n in [report.no_chain] if n]
     skipped += [f"{n} without answers" for n in [report.no_answers] if n]

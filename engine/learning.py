@@ -1115,9 +1115,9 @@ def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: 
     learned file to ``out`` when given (unless ``keep`` says the report is
     not worth a file); the text is also ``report.text``.  ``avoid``:
     examples of chains wordings do not ask for (``from_feedback``).
-    ``journal``: where the search is kept as it goes (see ``Journal``);
-    closed, and kept: the caller removes it (``close(done=True)``) once
-    what was learned is where it goes.
+    ``journal``: where the search is kept as it goes (see ``Journal``;
+    its opener closes it, and removes it once what was learned is where it
+    goes).
 
     Deterministic for a given store and question list."""
     import time
@@ -1130,24 +1130,20 @@ def learn(kg: KnowledgeGraph, questions: Sequence, out, depth: int = 3, source: 
 
         bar = tqdm(total=len(questions), unit="q", desc="finding chains", dynamic_ncols=True)
     try:
-        try:
-            examples = examples_from(kg, questions, depth, progress=bar.update if bar is not None else None,
-                                     report=report, journal=journal)
-        finally:
-            if bar is not None:
-                bar.close()
-        chains, slots = train([*examples, *avoid], epochs=epochs)
-        report.chains = len(chains)
-        report.seconds = round(time.perf_counter() - started, 3)
-        info = {"version": FORMAT_VERSION, "source": source, "questions": report.questions, "used": report.used,
-                "no_topic": report.no_topic, "no_chain": report.no_chain, "depth": depth,
-                "mean_f1": report.f1}
-        report.text = learned_text(chains, slots, info, exemplars)
-        if out is not None and (keep is None or keep(report)):
-            from pathlib import Path
-
-            Path(out).write_text(report.text, encoding="utf-8")
+        examples = examples_from(kg, questions, depth, progress=bar.update if bar is not None else None,
+                                 report=report, journal=journal)
     finally:
-        if journal is not None:
-            journal.close()
+        if bar is not None:
+            bar.close()
+    chains, slots = train([*examples, *avoid], epochs=epochs)
+    report.chains = len(chains)
+    report.seconds = round(time.perf_counter() - started, 3)
+    info = {"version": FORMAT_VERSION, "source": source, "questions": report.questions, "used": report.used,
+            "no_topic": report.no_topic, "no_chain": report.no_chain, "depth": depth,
+            "mean_f1": report.f1}
+    report.text = learned_text(chains, slots, info, exemplars)
+    if out is not None and (keep is None or keep(report)):
+        from pathlib import Path
+
+        Path(out).write_text(report.text, encoding="utf-8")
     return report
