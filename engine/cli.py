@@ -934,18 +934,17 @@ def _kg_state(s: Store) -> str:
     return f"{len(loads)} loads, {len(fixes)} corrections ({digest})"
 
 
-def _learn_journal(out: Path | None, store: str, file: Path | None, from_feedback: bool) -> Path:
+def _learn_journal(out: Path | None, where: str, file: Path | None, from_feedback: bool) -> Path:
     """Where ``tog learn`` keeps its search as it goes: beside its --out
     file, else (--into-store alone) in the cache directory, one journal a
-    store and question file."""
+    store (``where``: its resolved path or URI) and question file."""
     import hashlib
 
     from engine.llm import cache_dir
 
     if out is not None:
         return out.with_name(out.name + ".partial")
-    what = [store if "://" in store else str(Path(store).resolve()),
-            str(file.resolve()) if file is not None else None, from_feedback]
+    what = [where, str(file.resolve()) if file is not None else None, from_feedback]
     digest = hashlib.sha256(json.dumps(what).encode("utf-8")).hexdigest()[:16]
     return cache_dir() / "learn" / f"{digest}.partial"
 
@@ -1026,10 +1025,10 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
         if not questions:
             raise click.ClickException("nothing to learn from: no rated runs with an answer in the store")
         runs = s.need_runs() if into_store else None
-        identity = {"depth": depth, "store": s.name if "://" in store else str(Path(store).resolve()),
-                    "kg": _kg_state(s)}
+        where = s.name if "://" in store else str(Path(store).resolve())  # (a URI without its credentials)
+        identity = {"depth": depth, "store": where, "kg": _kg_state(s)}
         try:
-            journal: Journal | None = Journal(_learn_journal(out, store, file, from_feedback), identity, restart)
+            journal: Journal | None = Journal(_learn_journal(out, where, file, from_feedback), identity, restart)
         except JournalError as e:
             if out is not None:
                 raise
