@@ -222,6 +222,7 @@ class Neo4jSink(PendingWrites):
         self._pending_names: list[tuple[str, str, str]] = []
         self._fresh = False  # the load CREATEs its name keys too (a database without entities)
         self._creates = False  # the load CREATEs its edges (``_decide_writes``)
+        self._switching = threading.Lock()  # a writer that finds it may no longer create
         self._empty = False  # the database had no entities when the load began
         self._mark = "null"  # the load's sole-writer mark (``SOLE_LOAD``)
         self._pending_before = False  # a load had begun and not ended when this one began
@@ -520,10 +521,11 @@ class Neo4jSink(PendingWrites):
             except _NotSole as e:
                 if e.args[0] not in (None, "null"):  # another load took this one for killed, and creates
                     self.session.run("load_writers_share", write=True, keys=list(WRITER_KEYS), key=SOLE_LOAD)
-                if self._creates:
+                with self._switching:  # (both writers may meet the mark: one says so)
+                    told, self._creates, self._fresh = self._creates, False, False
+                if told:  # (the chunks already cut switch as this one does)
                     log.info("another load or a correction began writing edges: this load merges its edges "
                              "from here on")
-                self._creates = self._fresh = False  # (the chunks already cut switch as this one does)
                 chunk.kind, chunk.new_keys = "merge", False
                 todo = _transactions(_merging([step for tx in [steps, *todo] for step in tx]), self.tx_memory)
             except _Deadlocked:
