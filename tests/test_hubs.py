@@ -1546,6 +1546,54 @@ def test_neo4j_look_ahead_reads_a_tail_s_first_edges_only(neo4j_store, tmp_path,
 
 
 @pytest.mark.neo4j
+def test_neo4j_look_ahead_reads_a_hub_tail_s_kept_types_without_its_degrees(neo4j_store, tmp_path, monkeypatch):
+    """A look-ahead tail that is a hub shows the relations its kept counts
+    name (``hubs_types``), read without the check of its degree that a
+    listing makes (``hubs_get``: two sums over every type of the hub), and
+    they are the listing's relations. A correction that gives the hub a new
+    type is in them; a hub with none kept is counted, and its counts kept."""
+    from conftest import open_spec
+
+    from engine.backends.neo4j import kg as neo4j_kg
+    from engine.backends.neo4j.kg import Neo4jKG
+    from engine.feedback import correct
+    from loaders.load import load_file
+
+    monkeypatch.setattr(neo4j_kg, "HUB_EDGES", 30)
+    links = 120  # each way: a hub past the threshold above, and dense for Neo4j (50)
+    lines = [f"<{iri('a')}> <{iri('points_to')}> <{iri('hub')}> ."]
+    lines += [f"<{iri('hub')}> <{LINKS.id}> <{iri(f'n{i}')}> ." for i in range(links)]
+    lines += [f"<{iri(f'v{i}')}> <{LIKES.id}> <{iri('hub')}> ." for i in range(links)]
+    store = open_spec(neo4j_store, create=True)
+    load_file(store.need_sink(), write_nt(tmp_path / "hub.nt", lines))
+    session = store.kg.session
+    counted = _hubs_counted(monkeypatch, session)
+    names, texts = _sent(session, "run", monkeypatch), _sent(session, "run_text", monkeypatch)
+    points = Relation(iri("points_to"), "out")
+
+    def follows() -> set[Relation]:
+        session.run_batched("schema_clear")
+        names.clear()
+        texts.clear()
+        return set(Neo4jKG(session).schema.after([points])[points])  # a new reader: nothing in a process
+
+    def checked() -> int:
+        return sum(_statement(text) == "hubs_get" for text, _ in texts)
+
+    listing = set(Neo4jKG(session).relations([iri("hub")])[iri("hub")])
+    assert listing == {LINKS, LIKES, Relation(iri("points_to"), "in")} and counted == []  # counted by the load
+    assert follows() == listing
+    assert [p["ids"] for name, p in names if name == "hubs_types"] == [[iri("hub")]]
+    assert checked() == 0 and counted == []
+    new = Relation(iri("new_rel"), "out")
+    correct(store, [], [f"<{iri('hub')}>|<{new.id}>|<{iri('n0')}>"], "a test")
+    assert follows() == listing | {new} and checked() == 0 and counted == []  # added to by the correction
+    session.run_text("MATCH (h:TogHub) DELETE h", write=True)
+    assert follows() == listing | {new} and counted == [iri("hub")]
+    assert session.run("summaries_count")[0]["hubs"] == 1
+
+
+@pytest.mark.neo4j
 def test_neo4j_look_ahead_over_a_relation_to_literals_reads_its_first_edges_only(neo4j_store, tmp_path, monkeypatch):
     """A relation whose objects are literals (a date, say) leads to few
     entities or none: its look-ahead reads its first SCHEMA_READ edges each
