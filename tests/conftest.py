@@ -277,10 +277,13 @@ def clear_neo4j(uri: str, user: str, password: str) -> None:
     the server counts as warmed up (``_mark_warmed``). (Batches of 20,000
     deletions passed CI's 128 MB cap on a transaction's memory for the
     suite's own data, and not for a 100k-triple load's; batches of 5,000
-    not for a 10M-triple load's: ``benchmarks/neo4j_load.py``'s ``clear``.)"""
+    not for a 10M-triple load's: ``benchmarks/neo4j_load.py``'s ``clear``;
+    kept samples and schemas, which can be big, go 50 at a time first.)"""
     import neo4j
 
     with neo4j.GraphDatabase.driver(uri, auth=(user, password)) as driver, driver.session() as s:
+        s.run("MATCH (n) WHERE n:TogSample OR n:TogSchema OR n:TogHub "
+              "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 50 ROWS").consume()
         s.run("MATCH ()-[r]->() CALL (r) { DELETE r } IN TRANSACTIONS OF 1000 ROWS").consume()
         s.run("MATCH (n) CALL (n) { DELETE n } IN TRANSACTIONS OF 1000 ROWS").consume()
         _mark_warmed(s)

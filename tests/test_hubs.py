@@ -1965,6 +1965,63 @@ def test_a_load_into_neo4j_merges_its_edges_into_the_kept_samples(neo4j_store, t
     assert sorted(kept()) == [likes] and kept()[likes][0] == crowd + 1
 
 
+@pytest.mark.neo4j
+def test_neo4j_what_a_load_clears_and_merges_fits_a_capped_transaction(neo4j_store, tmp_path, monkeypatch):
+    """A load on a server that caps one transaction's memory (CI's: 128 MB)
+    begins and ends on a database whose questions made a schema that names
+    hundreds of relations a relation, and kept hundreds of full samples: the
+    schema goes and the samples are merged a few a transaction. In one
+    transaction each, the server refused both: the load failed as it began,
+    or ended as if done, its samples left without its edges. A load's end
+    that fails on a load that did not is its error, and the first question
+    then makes what a stopped load's end would."""
+    import re
+
+    from conftest import open_spec
+
+    from engine.backends.neo4j import sink as sink_module
+    from engine.backends.neo4j.kg import SAMPLE_KEEP, load_end_state, sample_id
+    from engine.errors import StoreError
+    from loaders.load import load_file
+
+    store = open_spec(neo4j_store, create=True)
+    session = store.kg.session
+    (value,) = [r["value"] for r in session.run_text(
+        "SHOW SETTINGS YIELD name, value WHERE name = 'db.memory.transaction.max' RETURN value")]
+    number, unit = re.fullmatch(r"([\d.]+)\s*([KMGT]?i?B)", value).groups()
+    cap = float(number) * 1024 ** "BKMGT".index(unit[0])
+    if not cap or cap > 256 * 2**20:
+        pytest.skip(f"the server caps a transaction at {value}: more than this test fills (CI's caps at 128 MB)")
+    n = 200
+    load_file(store.need_sink(), write_nt(tmp_path / "base.nt",
+                                          [f"<{iri(f'e{i}')}> <{iri('r')}> <{iri(f'x{i}')}> ." for i in range(n)]))
+    chars = int(0.75 * cap)  # of each kind: at two bytes a char, 1.5 caps in one transaction
+    filler = "x" * (chars // (n * SAMPLE_KEEP))
+    with session.driver.session() as raw:
+        for part in range(0, n, 10):
+            raw.run("UNWIND $rows AS row CREATE (:TogSchema {key: row[0], follows: row[1]})",
+                    rows=[[f"made{i}\nout", "y" * (chars // n)] for i in range(part, part + 10)]).consume()
+            raw.run("UNWIND $rows AS row CREATE (:TogSample {key: row[0], degree: 5000, sample: row[1]})",
+                    rows=[[sample_id((iri(f"e{i}"), iri("r"), "out")),
+                           [iri(f"s{i}.{j}.{filler}") for j in range(SAMPLE_KEEP)]] for i in range(part, part + 10)]
+                    ).consume()
+    assert session.run("summaries_count")[0] == {"samples": n, "schema": n, "hubs": 0}
+    more = [f"<{iri(f'e{i}')}> <{iri('r')}> <{iri(f'new{i}')}> ." for i in range(n)]
+    report = load_file(store.need_sink(), write_nt(tmp_path / "more.nt", more))
+    assert report.summary is not None and report.summary["samples_merged"] == n
+    assert session.run("summaries_count")[0] == {"samples": n, "schema": 0, "hubs": 0}
+    degrees = session.run_text("MATCH (s:TogSample) RETURN DISTINCT s.degree AS d")
+    assert [r["d"] for r in degrees] == [2] and session.setting(sink_module.PENDING, None) is False
+
+    def refused(self, session):
+        raise StoreError("Neo4j at bolt://x failed: The allocation of an extra 2.0 MiB would use more than the limit")
+
+    monkeypatch.setattr(sink_module._SampleNotes, "apply", refused)
+    with pytest.raises(StoreError, match="the limit"):
+        load_file(store.need_sink(), write_nt(tmp_path / "last.nt", [f"<{iri('e0')}> <{iri('r')}> <{iri('z')}> ."]))
+    assert load_end_state(session) == "pending"  # (the first question makes what its end would have)
+
+
 def test_the_relations_totals_are_counted_once_and_kept_true(hub_store, tog, monkeypatch, tmp_path):
     """``tog info`` and ``tog relations`` count every fact once after a load
     and then read what was kept; a correction (facts and a new entity's

@@ -163,12 +163,12 @@ class Neo4jSession:
             if meter is not None:
                 meter.add(time.perf_counter() - started, len(statements))
 
-    def run_batched(self, name: str) -> None:
+    def run_batched(self, name: str, **params: Any) -> None:
         """A statement that commits in batches itself (``CALL {} IN
         TRANSACTIONS``), so in an implicit transaction."""
         try:
             with self.driver.session(database=self.database) as session:
-                session.run(cypher(name)).consume()
+                session.run(cypher(name), params).consume()
         except (self.nx.DriverError, self.nx.Neo4jError, OSError) as e:
             raise self.error(e) from e
 

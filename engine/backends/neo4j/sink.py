@@ -84,6 +84,7 @@ CHUNK_BYTES = 16 << 20  # bytes of lines written (and checkpointed) per chunk, i
 MAX_TERM_BYTES = 8000
 KEEP_MAX = 100_000  # kept crowded-pair samples a load follows (past that it forgets them all)
 NOTED_MAX = 100_000  # neighbours of kept pairs a load notes (past that it forgets their samples)
+APPLY_SAMPLES = 25  # kept samples a load's end merges (or drops) a transaction: up to SAMPLE_KEEP ids each
 TOUCHED_MAX = 500_000  # entities a load follows for its biggest pairs (past that, the whole KG's are looked at)
 PENDING = "samples_pending"  # setting: a load began and has not ended (its end merges or forgets the samples)
 # setting: the source whose load created every KG edge (a load into a database without
@@ -223,6 +224,7 @@ class Neo4jSink(PendingWrites):
         self._fresh = False  # the load CREATEs its name keys too (a database without entities)
         self._creates = False  # the load CREATEs its edges (``_decide_writes``)
         self._switching = threading.Lock()  # a writer that finds it may no longer create
+        self._failed = False  # the load failed (``discard``): ``end`` keeps that error, not its own
         self._empty = False  # the database had no entities when the load began
         self._mark = "null"  # the load's sole-writer mark (``SOLE_LOAD``)
         self._pending_before = False  # a load had begun and not ended when this one began
@@ -361,18 +363,27 @@ class Neo4jSink(PendingWrites):
         self._seen = self._seen_keys = None
         self._node_ids = {}
         notes, self._notes = self._notes, None
+        failed, self._failed = self._failed, False
         try:
             if notes is None:  # the samples the load did not follow, and those questions made meanwhile
                 self.session.run_batched("summaries_clear")
                 self.session.run("setting_set", write=True, key=PENDING, value="false")
             else:
-                self.session.write_tx(notes.apply)
+                notes.apply(self.session)
                 self.session.run_batched("schema_clear")  # (what questions made of a half-loaded KG)
                 self.samples_merged += notes.merged
         except StoreError:
-            pass  # the connection is gone: the load has failed already, and its re-run clears them
+            # A load that failed reports its own error (its re-run clears them); a
+            # load that did not fails here, and ``BIG_PAIRS`` stays pending, so
+            # the first question makes what the end of a stopped load would.
+            if not failed:
+                raise
         finally:
             self._release_running()
+
+    def discard(self) -> None:
+        super().discard()
+        self._failed = True  # (``end`` follows: its errors are not the load's)
 
     def _release_running(self) -> None:
         running, self._running = self._running, None
@@ -827,9 +838,9 @@ class _SampleNotes:
     """What a load into a database with kept crowded-pair samples writes of
     their pairs: each kept pair's new neighbours, from the chunks that
     committed. When the load ends they are merged into the samples
-    (``merged_sample``), in one transaction that also forgets the samples
-    questions made meanwhile and records that the load is done with them
-    (``PENDING``). A load that did not complete, or noted more than
+    (``merged_sample``), a few a transaction (``apply``), after the samples
+    questions made meanwhile are forgotten; the last records that the load
+    is done with them (``PENDING``). A load that did not complete, or noted more than
     NOTED_MAX neighbours, forgets the samples of every kept pair it tried
     to write to instead."""
 
@@ -863,25 +874,44 @@ class _SampleNotes:
             for key, neighbours in found.items():
                 self.noted.setdefault(key, set()).update(neighbours)
 
-    def apply(self, tx) -> None:
-        """In the transaction that ends the load (retried whole if need be)."""
+    def apply(self, session: Neo4jSession) -> None:
+        """When the load ends: the samples questions made meanwhile go (in
+        small transactions), then the kept samples are merged, or dropped,
+        ``APPLY_SAMPLES`` a transaction (each retried whole; a merge done
+        twice is the same): a sample holds up to SAMPLE_KEEP ids, and a
+        capped server refuses one transaction that rewrites hundreds.
+        ``PENDING`` is cleared with the last, so an end cut short is a load
+        that did not end: the next load forgets every sample, and until then
+        the first question samples every big pair again (``BIG_PAIRS`` stays
+        pending)."""
         from engine.backends.neo4j.kg import SAMPLE_KEEP
-        from engine.queries import cypher_name, render_cypher
 
-        tx.run(cypher("samples_drop_new"), keep=sorted(self.kept)).consume()
-        merged = 0
-        if not self.complete or self.noted is None:
-            tx.run(cypher("sample_drop"), keys=sorted(self.tried)).consume()
-        else:
-            for part in chunks(sorted(self.noted), 1000):
-                for row in tx.run(cypher("samples_get"), keys=list(part)).data():
+        session.run_batched("samples_drop_new", keep=sorted(self.kept))
+        merging = self.complete and self.noted is not None
+        written = [0]
+
+        def write(keys: list[str], last: bool, tx) -> None:
+            written[0] = 0
+            if not merging:
+                tx.run(cypher("sample_drop"), keys=keys).consume()
+            else:
+                assert self.noted is not None
+                for row in tx.run(cypher("samples_get"), keys=keys).data():
                     entity, relation, direction = row["key"].split("\n")
                     counts = tx.run(render_cypher("pair_degree", type=cypher_name(relation)), e=entity).single()
                     sample = merged_sample(list(row["sample"]), row["degree"], self.noted[row["key"]], SAMPLE_KEEP)
                     tx.run(cypher("sample_save"), key=row["key"], degree=int(counts[direction]),
                            sample=sample).consume()
-                    merged += 1
-        tx.run(cypher("setting_set"), key=PENDING, value="false").consume()
+                    written[0] += 1
+            if last:
+                tx.run(cypher("setting_set"), key=PENDING, value="false").consume()
+
+        keys = sorted(self.noted) if merging and self.noted is not None else sorted(self.tried)
+        parts = list(chunks(keys, APPLY_SAMPLES)) or [[]]
+        merged = 0
+        for i, part in enumerate(parts):
+            session.write_tx(partial(write, list(part), i == len(parts) - 1), refusals=MEMORY_REFUSALS)
+            merged += written[0] if merging else 0
         self.merged = merged
 
 
