@@ -28,8 +28,9 @@ the node, all 449,022 of a hub's in-edges for a pair of 297.
   question (:meth:`Neo4jKG.sample_big`): one a load that has not finished
   grew is read by its first window in the database's order until then;
 - the look-ahead schema: a bounded sample of each relation's tails, the
-  relations around them (what a tail's first edges show, a hub's counted
-  per type; as on the embedded store), kept in ``(:TogSchema)`` nodes.
+  relations around them (what a tail's first edges show, a hub's as its
+  kept counts name them, unchecked: ``hubs_types``; as on the embedded
+  store), kept in ``(:TogSchema)`` nodes.
 """
 
 from __future__ import annotations
