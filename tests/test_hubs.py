@@ -1965,6 +1965,18 @@ def test_a_load_into_neo4j_merges_its_edges_into_the_kept_samples(neo4j_store, t
     assert sorted(kept()) == [likes] and kept()[likes][0] == crowd + 1
 
 
+def _transaction_cap(session) -> float:
+    """The server's cap on one transaction's memory, in bytes; the test is
+    skipped without one, or with one past what it fills (CI's is 128 MB)."""
+    (value,) = [r["value"] for r in session.run_text(
+        "SHOW SETTINGS YIELD name, value WHERE name = 'db.memory.transaction.max' RETURN value")]
+    number, unit = re.fullmatch(r"([\d.]+)\s*([KMGT]?i?B)", value).groups()
+    cap = float(number) * 1024 ** "BKMGT".index(unit[0])
+    if not cap or cap > 256 * 2**20:
+        pytest.skip(f"the server caps a transaction at {value}: more than this test fills (CI's caps at 128 MB)")
+    return cap
+
+
 @pytest.mark.neo4j
 def test_neo4j_what_a_load_clears_and_merges_fits_a_capped_transaction(neo4j_store, tmp_path, monkeypatch):
     """A load on a server that caps one transaction's memory (CI's: 128 MB)
@@ -1975,8 +1987,6 @@ def test_neo4j_what_a_load_clears_and_merges_fits_a_capped_transaction(neo4j_sto
     or ended as if done, its samples left without its edges. A load's end
     that fails on a load that did not is its error, and the first question
     then makes what a stopped load's end would."""
-    import re
-
     from conftest import open_spec
 
     from engine.backends.neo4j import sink as sink_module
@@ -1986,12 +1996,7 @@ def test_neo4j_what_a_load_clears_and_merges_fits_a_capped_transaction(neo4j_sto
 
     store = open_spec(neo4j_store, create=True)
     session = store.kg.session
-    (value,) = [r["value"] for r in session.run_text(
-        "SHOW SETTINGS YIELD name, value WHERE name = 'db.memory.transaction.max' RETURN value")]
-    number, unit = re.fullmatch(r"([\d.]+)\s*([KMGT]?i?B)", value).groups()
-    cap = float(number) * 1024 ** "BKMGT".index(unit[0])
-    if not cap or cap > 256 * 2**20:
-        pytest.skip(f"the server caps a transaction at {value}: more than this test fills (CI's caps at 128 MB)")
+    cap = _transaction_cap(session)
     n = 200
     load_file(store.need_sink(), write_nt(tmp_path / "base.nt",
                                           [f"<{iri(f'e{i}')}> <{iri('r')}> <{iri(f'x{i}')}> ." for i in range(n)]))
@@ -2020,6 +2025,37 @@ def test_neo4j_what_a_load_clears_and_merges_fits_a_capped_transaction(neo4j_sto
     with pytest.raises(StoreError, match="the limit"):
         load_file(store.need_sink(), write_nt(tmp_path / "last.nt", [f"<{iri('e0')}> <{iri('r')}> <{iri('z')}> ."]))
     assert load_end_state(session) == "pending"  # (the first question makes what its end would have)
+
+
+def test_chunks_within_a_budget_keep_the_order_and_put_a_big_item_alone():
+    from engine.backends.common import chunks_within
+
+    got = [list(c) for c in chunks_within([1, 2, 3, 9, 1, 1, 1, 1], 3, 5, lambda x: x)]
+    assert got == [[1, 2], [3], [9], [1, 1, 1], [1]]
+    assert list(chunks_within([], 3, 5, lambda x: x)) == []
+
+
+@pytest.mark.neo4j
+def test_neo4j_keeps_many_hubs_counts_a_few_a_transaction(neo4j_store, monkeypatch):
+    """Hubs' counts are kept (``hubs_save``) in transactions that fit a
+    server that caps one's memory: 400 hubs of 400 long relationship types,
+    0.75 of the cap in characters, where one transaction for all of them
+    (2,000 hubs a statement) was refused."""
+    from conftest import open_spec
+
+    store = open_spec(neo4j_store, create=True)
+    kg = store.kg
+    cap = _transaction_cap(kg.session)
+    hubs, n = [iri(f"hub{i}") for i in range(400)], 400
+    types = [iri(f"r{j}.") + "x" * int(0.75 * cap / (len(hubs) * n)) for j in range(n)]
+
+    def count(todo):  # what counting them from the degree store would find
+        return ({h: [Relation(t, "out", degree=2) for t in types] for h in todo},
+                {h: (2 * n, 0, 0) for h in todo})
+
+    monkeypatch.setattr(kg, "_count_hubs", count)
+    got = kg._hub_relations(hubs)
+    assert sorted(got) == sorted(hubs) and kg.session.run("summaries_count")[0]["hubs"] == len(hubs)
 
 
 def test_the_relations_totals_are_counted_once_and_kept_true(hub_store, tog, monkeypatch, tmp_path):

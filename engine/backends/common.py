@@ -200,6 +200,20 @@ def chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
         yield items[i:i + size]
 
 
+def chunks_within(items: Sequence[T], size: int, budget: int, weight: Callable[[T], int]) -> Iterable[Sequence[T]]:
+    """``chunks`` of at most ``size`` items whose ``weight`` adds up to at
+    most ``budget`` (an item past it alone), in order."""
+    start, total = 0, 0
+    for i, item in enumerate(items):
+        w = weight(item)
+        if i > start and (i - start == size or total + w > budget):
+            yield items[start:i]
+            start, total = i, 0
+        total += w
+    if start < len(items):
+        yield items[start:]
+
+
 def expand_request(requests: Sequence[tuple[str, Relation]], limit: int
                    ) -> tuple[list[tuple[str, Relation]], int]:
     """What every backend's ``expand`` starts from: the distinct pairs that

@@ -51,6 +51,7 @@ from engine.backends.common import (
     SORT_MAX,
     Found,
     chunks,
+    chunks_within,
     crowd_cap,
     end_changes,
     expand_request,
@@ -85,6 +86,10 @@ from engine.graph import (
 from engine.queries import cypher, cypher_name, render_cypher
 
 BATCH = 2000  # rows per read statement
+# Characters of relationship types one hubs_save transaction writes: a capped server
+# counts two bytes or more a character (2,000 hubs of 500 types of 70 characters
+# would be 140 MB).
+HUBS_SAVE_CHARS = 2_000_000
 HUB_EDGES = 1000  # edges in one direction past which an entity's relations are counted per type
 TYPES_PER_COUNT = 100  # relationship types counted per hub statement (the texts repeat: planned once)
 # setting: SORT_MAX once a load (or a first question) sampled every pair past it; "pending" while
@@ -268,7 +273,7 @@ class Neo4jKG(KnowledgeGraph):
             whole.update(whole_again)
         rows = [[e, [r.id for r in rels], [r.direction for r in rels], [r.degree for r in rels], *whole[e]]
                 for e, rels in counted.items() if e in whole]
-        for batch in chunks(rows, BATCH):
+        for batch in chunks_within(rows, BATCH, HUBS_SAVE_CHARS, lambda row: len(str(row[1]))):  # (its types)
             self.session.run("hubs_save", write=True, rows=list(batch))
         self.made["hubs"] += len(rows)
         return {**out, **counted}
