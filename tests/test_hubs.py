@@ -2058,6 +2058,31 @@ def test_neo4j_keeps_many_hubs_counts_a_few_a_transaction(neo4j_store, monkeypat
     assert sorted(got) == sorted(hubs) and kg.session.run("summaries_count")[0]["hubs"] == len(hubs)
 
 
+@pytest.mark.neo4j
+def test_neo4j_keeps_a_batch_of_big_schemas_a_few_a_transaction(neo4j_store, tmp_path, monkeypatch):
+    """The look-ahead schemas a batch of relations makes are kept in
+    transactions that fit a capped server: 200 relations, each followed by
+    400 long ones (0.75 of the cap in characters in all), where one
+    transaction for the batch was refused."""
+    from conftest import open_spec
+
+    from engine.backends.neo4j.kg import Neo4jKG
+    from loaders.load import load_file
+
+    n = 200
+    store = open_spec(neo4j_store, create=True)
+    load_file(store.need_sink(), write_nt(tmp_path / "few.nt", [
+        f"<{iri(f'a{i}')}> <{iri(f'r{i}')}> <{iri(f't{i}')}> ." for i in range(n)]))
+    kg = Neo4jKG(store.kg.session)
+    cap = _transaction_cap(kg.session)
+    after = [Relation(iri(f"next{j}.") + "x" * int(0.75 * cap / (n * 400)), "out") for j in range(400)]
+    monkeypatch.setattr(kg, "degrees", lambda tails, sample=None: {t: after for t in tails})  # what each tail shows
+    relations = [Relation(iri(f"r{i}"), "out") for i in range(n)]
+    follows = kg.schema.after(relations)
+    assert all(sorted(follows[r], key=lambda x: x.id) == sorted(after, key=lambda x: x.id) for r in relations)
+    assert kg.session.run("summaries_count")[0]["schema"] == n
+
+
 def test_the_relations_totals_are_counted_once_and_kept_true(hub_store, tog, monkeypatch, tmp_path):
     """``tog info`` and ``tog relations`` count every fact once after a load
     and then read what was kept; a correction (facts and a new entity's

@@ -86,10 +86,10 @@ from engine.graph import (
 from engine.queries import cypher, cypher_name, render_cypher
 
 BATCH = 2000  # rows per read statement
-# Characters of relationship types one hubs_save transaction writes: a capped server
-# counts two bytes or more a character (2,000 hubs of 500 types of 70 characters
-# would be 140 MB).
-HUBS_SAVE_CHARS = 2_000_000
+# Characters of kept summaries (hubs' relationship types, schemas) one transaction
+# writes: a capped server counts two bytes or more a character (2,000 hubs of 500
+# types of 70 characters would be 140 MB).
+SAVE_CHARS = 2_000_000
 HUB_EDGES = 1000  # edges in one direction past which an entity's relations are counted per type
 TYPES_PER_COUNT = 100  # relationship types counted per hub statement (the texts repeat: planned once)
 # setting: SORT_MAX once a load (or a first question) sampled every pair past it; "pending" while
@@ -273,7 +273,7 @@ class Neo4jKG(KnowledgeGraph):
             whole.update(whole_again)
         rows = [[e, [r.id for r in rels], [r.direction for r in rels], [r.degree for r in rels], *whole[e]]
                 for e, rels in counted.items() if e in whole]
-        for batch in chunks_within(rows, BATCH, HUBS_SAVE_CHARS, lambda row: len(str(row[1]))):  # (its types)
+        for batch in chunks_within(rows, BATCH, SAVE_CHARS, lambda row: len(str(row[1]))):  # (its types)
             self.session.run("hubs_save", write=True, rows=list(batch))
         self.made["hubs"] += len(rows)
         return {**out, **counted}
@@ -652,7 +652,9 @@ class Neo4jSchema:
             for i, k in enumerate(part):
                 found = [r for n in tails.get(i, []) for r in around.get(n, [])]
                 made[k] = [[r.id, r.direction] for r in informative(found, kg.policy, kg.session.name_predicates)]
-            kg.session.run("schema_save", write=True, rows=[[k, json.dumps(v)] for k, v in made.items()])
+            rows = [[k, json.dumps(v)] for k, v in made.items()]
+            for batch in chunks_within(rows, len(rows), SAVE_CHARS, lambda row: len(row[1])):  # (each may name all)
+                kg.session.run("schema_save", write=True, rows=list(batch))
             kept.update(made)
         return {r: [Relation(x[0], x[1]) for x in kept[k]] for k, r in keys.items()}
 
