@@ -995,6 +995,77 @@ def test_a_correction_that_takes_a_kept_neighbour_out_leaves_the_pair_unsorted(h
     assert got == _expected(MAX_CANDIDATES) and kg.made["crowded_pairs"] == 0
 
 
+def test_a_correction_that_takes_most_of_a_kept_sample_out_sorts_the_pair_again(hub_store, monkeypatch):
+    """A correction that takes a hub pair's kept sample under SAMPLE_FLOOR
+    has the store sort the pair again, in the correction: a question never
+    sorts it, and read from a sample emptied by corrections it had no
+    candidates at all. A few neighbours out still sort nothing. A revert
+    puts the sample back as the load made it."""
+    from engine.backends.common import SAMPLE_FLOOR
+    from engine.feedback import correct, revert
+
+    kg = hub_store.kg
+    links = (iri("hub"), LINKS.id, "out")
+    loaded = kg.summaries.samples([links])[links][1]
+    edge = f"<{iri('hub')}>|<{LINKS.id}>|<{{}}>".format
+    few = correct(hub_store, [edge(x) for x in loaded[:10]], [], "a few")
+    assert kg.summaries.samples([links])[links] == (OUT - 10, loaded[10:]) and kg.made["crowded_pairs"] == 0
+    gone = loaded[: SAMPLE_KEEP - SAMPLE_FLOOR + 1]  # the sample left one under the floor
+    most = correct(hub_store, [edge(x) for x in gone[10:]], [], "most of the sample")
+    left = sorted((iri(f"n{i}") for i in range(OUT) if iri(f"n{i}") not in set(gone)), key=sample_key)
+    assert kg.summaries.samples([links])[links] == (OUT - len(gone), left[:SAMPLE_KEEP])  # sorted again
+    spy = Spy(kg, monkeypatch)
+    got = [c.node.id for c in kg.expand([(iri("hub"), LINKS)], limit=MAX_CANDIDATES)]
+    named = [x for x in left[: 4 * MAX_CANDIDATES] if int(x.rsplit("n", 1)[1]) % 3 == 0]
+    assert len(named) > MAX_CANDIDATES and got == named[:MAX_CANDIDATES]
+    assert kg.made["crowded_pairs"] == 0 and spy.most_rows() <= SAMPLE_KEEP and not spy.unbounded(iri("hub"))
+    revert(hub_store, most.id)
+    revert(hub_store, few.id)
+    assert kg.summaries.samples([links])[links] == (OUT, loaded)
+    assert [(c.node.id, c.node.name) for c in kg.expand([(iri("hub"), LINKS)], limit=100)] == _expected(100)
+
+
+@pytest.mark.neo4j
+def test_neo4j_a_correction_that_takes_most_of_a_kept_sample_out_sorts_the_pair_again(neo4j_store, tmp_path):
+    """As on the embedded store, and to the same sample: a correction that
+    leaves a big pair's kept sample under SAMPLE_FLOOR has the server sort
+    the pair again in its transaction, and a revert puts back the sample
+    the load made."""
+    from conftest import open_spec
+
+    from engine.backends.common import SAMPLE_FLOOR
+    from engine.backends.neo4j.kg import Neo4jKG, sample_id
+    from engine.feedback import correct, revert
+    from engine.store import open_store
+    from loaders.load import load_file
+
+    size = 6_000
+    nt = write_nt(tmp_path / "pair.nt", [f"<{iri('hub')}> <{LINKS.id}> <{iri(f'n{i}')}> ." for i in range(size)])
+    links = (iri("hub"), LINKS.id, "out")
+    everyone = sorted((iri(f"n{i}") for i in range(size)), key=sample_key)
+    gone = everyone[: SAMPLE_KEEP - SAMPLE_FLOOR + 1]
+    edges = [f"<{iri('hub')}>|<{LINKS.id}>|<{x}>" for x in gone]
+    store = open_spec(neo4j_store, create=True)
+    load_file(store.need_sink(), nt)
+
+    def kept() -> tuple[int, list[str]]:
+        (row,) = store.kg.session.run("samples_get", keys=[sample_id(links)])
+        return row["degree"], list(row["sample"])
+
+    assert kept() == (size, everyone[:SAMPLE_KEEP])  # sampled by the load's end
+    c = correct(store, edges, [], "most of the sample")
+    assert kept() == (size - len(gone), everyone[len(gone):][:SAMPLE_KEEP])
+    with open_store(tmp_path / "embedded", create=True) as embedded:
+        load_file(embedded.need_sink(), nt)
+        correct(embedded, edges, [], "most of the sample")
+        assert embedded.kg.summaries.samples([links])[links] == kept()
+    kg = Neo4jKG(store.kg.session)
+    got = [x.node.id for x in kg.expand([(iri("hub"), LINKS)], limit=MAX_CANDIDATES)]
+    assert got == everyone[len(gone):][:MAX_CANDIDATES] and kg.made["crowded_pairs"] == 0
+    revert(store, c.id)
+    assert kept() == (size, everyone[:SAMPLE_KEEP])
+
+
 def test_a_question_about_a_hub_is_answered_from_bounded_reads(hub_store, monkeypatch):
     from engine.pruning import get_pruner
     from engine.reasoning import get_reasoner

@@ -82,13 +82,29 @@ def sample_serves(degree: int, held: int, window: int) -> bool:
     neighbours) answers a question's ``window``: it holds the window, or the
     pair is past SORT_MAX, which no question sorts (a correction that took
     out one of its kept neighbours leaves it one short: a sort to refill it
-    would read the pair whole)."""
+    would read the pair whole; one that leaves it under SAMPLE_FLOOR sorts
+    it again, ``sample_refills``)."""
     return held >= min(degree, window) or degree > SORT_MAX
 
 
 # The neighbours a store keeps of a crowded pair, in the sample order: the largest
 # candidate window (4,096), so that a question reads a crowded pair from what was kept.
 SAMPLE_KEEP = CANDIDATE_WINDOW * MAX_CANDIDATES
+
+# A correction that takes a kept sample of a pair past SORT_MAX under this many neighbours
+# (and under the pair's degree) has the store sort the pair again, inside the correction:
+# the sample stays the first neighbours in sample order when neighbours leave it, but
+# shrinks, and no question refills it (a question never sorts such a pair). Half of
+# SAMPLE_KEEP: it still holds a question's window at up to 512 candidates a pair (the
+# default is 100), and a pair is sorted again at most once every 2,048 of its kept
+# neighbours taken out.
+SAMPLE_FLOOR = SAMPLE_KEEP // 2
+
+
+def sample_refills(degree: int, held: int) -> bool:
+    """Whether a correction that left a crowded pair of ``degree`` edges with
+    ``held`` kept neighbours sorts the pair again (SAMPLE_FLOOR)."""
+    return degree > SORT_MAX and held < min(degree, SAMPLE_FLOOR)
 
 # The look-ahead schema (which relations follow which), the same on every backend: the
 # relations around SCHEMA_TAILS of the nodes a relation leads to, the first in the sample

@@ -62,6 +62,7 @@ from engine.backends.common import (
     nothing_behind,
     past_or_first,
     sample_key,
+    sample_refills,
     sample_serves,
     select_candidates,
 )
@@ -86,6 +87,7 @@ from engine.graph import (
 from engine.queries import cypher, cypher_name, render_cypher
 
 BATCH = 2000  # rows per read statement
+SAMPLES_AT_ONCE = 25  # kept samples a correction reads a statement: up to SAMPLE_KEEP ids each
 # Characters of kept summaries (hubs' relationship types, schemas) one transaction
 # writes: a capped server counts two bytes or more a character (2,000 hubs of 500
 # types of 70 characters would be 140 MB).
@@ -571,22 +573,33 @@ def refresh_summaries(tx, session: Neo4jSession, gone: Sequence[Fact], came: Seq
 
     facts, there_now = [*gone, *came], set(came)
     refresh_hubs(tx, facts, changed)
+    moved: dict[str, list[tuple[str, bool]]] = defaultdict(list)  # a pair's neighbours that came or went, in order
+    pairs: dict[str, tuple[str, str, Direction]] = {}
     for s, r, o in facts:
         ends: list[tuple[str, Direction, str]] = [(s, "out", o)]
         if not is_literal(o):
             ends.append((o, "in", s))
         for entity, direction, neighbour in ends:
             key = sample_id((entity, r, direction))
-            row = tx.run(cypher("samples_get"), keys=[key]).single()
-            if row is None:
-                continue
-            before, old = row["degree"], list(row["sample"])
+            pairs[key] = (entity, r, direction)
+            moved[key].append((neighbour, (s, r, o) in there_now))
+    for part in chunks(list(moved), SAMPLES_AT_ONCE):
+        for row in tx.run(cypher("samples_get"), keys=part):
+            key = row["key"]
+            entity, r, direction = pairs[key]
+            before, sample = row["degree"], list(row["sample"])
             counts = tx.run(render_cypher("pair_degree", type=cypher_name(r)), e=entity).single()
             n = int(counts[direction]) if counts is not None else 0
-            sample = [x for x in old if x != neighbour]
-            if (s, r, o) in there_now and (len(old) >= before or (old and sample_key(neighbour) < sample_key(old[-1]))):
-                sample = sorted([*sample, neighbour], key=sample_key)
-            tx.run(cypher("sample_save"), key=key, degree=n, sample=sample[: max(len(old), SAMPLE_KEEP)]).consume()
+            for neighbour, there in moved[key]:
+                old, sample = sample, [x for x in sample if x != neighbour]
+                if there and (len(old) >= before or (old and sample_key(neighbour) < sample_key(old[-1]))):
+                    sample = sorted([*sample, neighbour], key=sample_key)
+                sample, before = sample[: max(len(old), SAMPLE_KEEP)], n
+            if sample_refills(n, len(sample)):  # sorted again by the server, as a load's end samples it
+                text = render_cypher(f"sample_{direction}", type=cypher_name(r), then=cypher("sample_kept_here"))
+                tx.run(text, e=entity, keep=SAMPLE_KEEP, key=key, degree=n).consume()
+            else:
+                tx.run(cypher("sample_save"), key=key, degree=n, sample=sample).consume()
 
 
 def refresh_hubs(tx, facts: Sequence[Fact], changed: Sequence[tuple[str, str, str | None, int]]) -> None:

@@ -47,6 +47,7 @@ from engine.backends.common import (
     nothing_behind,
     ranked_shown,
     sample_key,
+    sample_refills,
     sample_serves,
     select_candidates,
     shown_rank,
@@ -484,38 +485,50 @@ class OxigraphKG(SparqlReads):
         KG (after a correction changed them). Idempotent: it reads the KG as
         it is, so running it twice changes nothing. ``counted``: the hubs'
         degrees already say what the KG holds (the correction added its
-        changes to them), so no hub's pair is counted again."""
+        changes to them), so no hub's pair is counted again. Each pair is
+        brought up to date once, for all the facts about it."""
         summaries = self.summaries
+        moved: dict[Key, list[str]] = defaultdict(list)  # a pair's neighbours that came or went, in order
+        degrees: dict[Key, int] = {}
         for s, r, o in facts:
             ends: list[tuple[str, Direction, str]] = [(s, "out", o)]
             if not is_literal(o):
                 ends.append((o, "in", s))
             for entity, direction, neighbour in ends:
-                n = None
-                hub = summaries.hubs([entity]).get((entity, direction))
-                if hub is not None and counted:
-                    n = hub.get(r, 0)
-                elif hub is not None:
-                    n = self.pair_degree(entity, r, direction)
-                    summaries.set_degree(entity, direction, r, n)
-                elif sum(self._bounded([(entity, direction)], HUB_EDGES + 1)[(entity, direction)].values()) > HUB_EDGES:
-                    self._summarise(entity, direction)  # the correction made it a hub
                 key = (entity, r, direction)
-                kept = summaries.samples([key]).get(key)
-                if kept is None:
-                    continue
-                n = self.pair_degree(entity, r, direction) if n is None else n
+                if key not in moved:
+                    hub = summaries.hubs([entity]).get((entity, direction))
+                    if hub is not None and counted:
+                        degrees[key] = hub.get(r, 0)
+                    elif hub is not None:
+                        degrees[key] = self.pair_degree(entity, r, direction)
+                        summaries.set_degree(entity, direction, r, degrees[key])
+                    elif sum(self._bounded([(entity, direction)], HUB_EDGES + 1)[(entity, direction)].values()) \
+                            > HUB_EDGES:
+                        self._summarise(entity, direction)  # the correction made it a hub
+                moved[key].append(neighbour)
+        kept = summaries.samples(moved)
+        for pair, neighbours in moved.items():
+            if pair not in kept:
+                continue
+            entity, r, way = pair
+            n = degrees[pair] if pair in degrees else self.pair_degree(entity, r, way)
+            before, sample = kept[pair]
+            for neighbour in neighbours:
                 # a sample is the first neighbours in sample order: it stays one
                 # when a neighbour leaves it, or joins it ahead of its last one
                 # (or anywhere, when it held every neighbour)
-                before, old = kept
-                sample = [x for x in old if x != neighbour]
-                if self._holds(entity, r, direction, neighbour) and (
+                old, sample = sample, [x for x in sample if x != neighbour]
+                if self._holds(entity, r, way, neighbour) and (
                         len(old) >= before or (old and sample_key(neighbour) < sample_key(old[-1]))):
                     sample = heapq.nsmallest(len(sample) + 1, [*sample, neighbour], key=sample_key)
-                summaries.set_sample(key, n, sample[: max(len(old), SAMPLE_KEEP)])
+                sample, before = sample[: max(len(old), SAMPLE_KEEP)], n
+            if sample_refills(n, len(sample)):  # (a sort of the pair, as the load made it)
+                self._sample(pair, SAMPLE_KEEP)
+            else:
+                summaries.set_sample(pair, n, sample)
 
-    def _holds(self, entity: str, relation: str, direction: Direction, neighbour: str) -> bool:
+    def _holds(self, entity: str, relation: str, direction: str, neighbour: str) -> bool:
         a = ox.NamedNode(entity)
         b = literal_term(neighbour) if is_literal(neighbour) else ox.NamedNode(neighbour)
         s, o = (a, b) if direction == "out" else (b, a)
