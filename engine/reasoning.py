@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from engine.descriptions import Descriptions
 
 MAX_OUTLOOK = 40    # relations tried per step of the look-ahead
+OUTLOOK_BEAM = 10   # chains the look-ahead takes on past its second step (the best so far)
 
 
 @dataclass(slots=True)
@@ -98,7 +99,6 @@ class OfflineReasoner:
             if whole + longer >= self.LEARNED_FLOOR:
                 return round(whole / (whole + longer), 6)
         model = QuestionModel.of(question, [t.name for t in topics], self.soft)
-        memo: dict[tuple, float] = {}
         now = max(model.utility(p.relations()) for p in paths)
         if now >= model.size:
             return 1.0  # nothing left to explain (a utility never exceeds the size): no need to look ahead
@@ -115,30 +115,37 @@ class OfflineReasoner:
                     listed = set(first[p.id])
                     first[p.id] += [r for r in after.get(p.relations()[-1], ()) if r not in listed]
         follows: dict[Relation, Sequence[Relation]] = {}
-        if schema is not None and remaining > 1:
-            # what each step of the look-ahead may take next, a whole step at a time
-            level = list(dict.fromkeys(r for p in paths for r in first[p.id][:MAX_OUTLOOK]))
-            for _ in range(remaining - 1):
-                new = [r for r in level if r not in follows]
-                if not new:
-                    break
-                follows.update(schema(new))
-                level = list(dict.fromkeys(r for rel in new for r in list(follows.get(rel, ()))[:MAX_OUTLOOK]))
+
+        def learn(relations: Sequence[Relation]) -> None:
+            """What each of ``relations`` may take next, those not known yet in one batch."""
+            new = [r for r in dict.fromkeys(relations) if r not in follows]
+            if new and schema is not None:
+                found = schema(new)
+                follows.update((r, found.get(r, ())) for r in new)
 
         def outlook(chain: tuple[Relation, ...], options: Sequence[Relation], budget: int) -> float:
-            """Best utility reachable by taking 1..budget more hops."""
-            taken = tuple(options[:MAX_OUTLOOK])  # the options looked at (a hub's tail may offer hundreds)
-            key = (chain, taken, budget)
-            if key not in memo:
-                best = 0.0
-                for rel in taken:
-                    longer = chain + (rel,)
-                    best = max(best, model.utility(longer))
-                    if budget > 1 and rel in follows:
-                        best = max(best, outlook(longer, follows[rel], budget - 1))
-                memo[key] = best
-            return memo[key]
+            """Best utility reachable by taking 1..budget more hops: every chain
+            of one and two more (MAX_OUTLOOK options a step: a hub's tail may
+            offer hundreds), and past that only the OUTLOOK_BEAM best of a
+            step's chains go on (every chain would be MAX_OUTLOOK ** budget of
+            them: at depth 5, minutes and gigabytes a question)."""
+            best, level = 0.0, [chain]
+            for step in range(budget):
+                grown: list[tuple[float, tuple[Relation, ...]]] = []
+                for c in level:
+                    for rel in (options if c is chain else follows[c[-1]])[:MAX_OUTLOOK]:
+                        longer = c + (rel,)
+                        grown.append((model.utility(longer), longer))
+                best = max([best, *(u for u, _ in grown)])
+                if step + 1 == budget or schema is None:
+                    break
+                ahead = grown if step == 0 else sorted(grown, key=lambda x: -x[0])[:OUTLOOK_BEAM]
+                learn([c[-1] for _, c in ahead])
+                level = [c for _, c in ahead if follows[c[-1]]]
+            return best
 
+        if remaining > 1:  # the first step's options of every path, in one batch
+            learn([r for p in paths for r in first[p.id][:MAX_OUTLOOK]])
         later = max(outlook(tuple(p.relations()), first[p.id], remaining) for p in paths)
         gain = later - now
         if gain <= 0 or model.size <= 0:

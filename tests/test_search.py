@@ -349,3 +349,60 @@ def test_bm25_gives_the_scores_of_the_plain_formula():
         docs = [[rng.choice(words) for _ in range(rng.randint(1, 8))] for _ in range(rng.randint(1, 12))]
         query = [rng.choice(words) for _ in range(rng.randint(1, 6))]
         assert bm25(query, docs) == plain(query, docs), (query, docs)
+
+
+def test_the_judge_s_look_ahead_stays_bounded_at_any_depth(monkeypatch):
+    """The offline judge looks ahead over the schema: every chain of one and
+    two more hops (MAX_OUTLOOK relations a step), then only the OUTLOOK_BEAM
+    best chains of each step go on. Tried whole, a schema where 60 relations
+    follow one another took minutes and gigabytes at depth 5 (40 ** 4
+    chains a kept path). Two hops ahead it is the whole search, as before;
+    deeper, it still finds the chain that explains the rest of the question."""
+    from engine.alignment import QuestionModel
+    from engine.graph import Relation
+    from engine.paths import Hop, Path
+    from engine.reasoning import MAX_OUTLOOK, OUTLOOK_BEAM, OfflineReasoner
+
+    noise = [Relation(iri(f"noise_{i}")) for i in range(60)]
+    wanted = [Relation(iri(w)) for w in ("capital", "river", "bridge", "builder", "birthplace")]
+    everything = noise[:30] + wanted + noise[30:]  # the ones that fit among the first MAX_OUTLOOK
+    asked: list[list[Relation]] = []
+
+    def schema(relations):
+        asked.append(list(relations))
+        return {r: everything for r in relations}  # anything follows anything
+
+    calls = [0]
+    plain = QuestionModel.utility
+
+    def utility(self, chain):
+        calls[0] += 1
+        assert calls[0] < 200_000, "the look-ahead tries every chain"
+        return plain(self, chain)
+
+    monkeypatch.setattr(QuestionModel, "utility", utility)
+    question = "where was the builder of the bridge over the river of the capital of [Alpha] born"
+    topic = Node(iri("alpha"), "Alpha")
+    paths = [Path(f"p{i}", topic, (Hop(noise[i], Node(iri(f"t{i}"), f"T{i}")),)) for i in range(3)]
+    around = {p.id: everything for p in paths}
+    judge = OfflineReasoner().judge
+    model = QuestionModel.of(question, ["Alpha"])
+
+    def whole(chain, options, budget):  # every chain, as the look-ahead was: the reference two hops ahead
+        best = 0.0
+        for rel in options[:MAX_OUTLOOK]:
+            best = max(best, model.utility(chain + (rel,)))
+            if budget > 1:
+                best = max(best, whole(chain + (rel,), everything, budget - 1))
+        return best
+
+    now = max(model.utility(p.relations()) for p in paths)
+    later = max(whole(tuple(p.relations()), everything, 2) for p in paths)
+    assert judge(question, [topic], paths, around, 2, schema) == round(1 - (later - now) / model.size, 6) < 1
+    for remaining in (4, 6, 9):
+        calls[0], asked[:] = 0, []
+        reward = judge(question, [topic], paths, around, remaining, schema)
+        first, second, deeper = MAX_OUTLOOK, MAX_OUTLOOK ** 2, (remaining - 2) * OUTLOOK_BEAM * MAX_OUTLOOK
+        assert calls[0] <= 1 + len(paths) * (1 + first + second + deeper), remaining
+        assert all(len(batch) <= max(len(everything), OUTLOOK_BEAM) for batch in asked)
+        assert reward < judge(question, [topic], paths, around, 2, schema)  # deeper explains more
