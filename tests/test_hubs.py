@@ -252,6 +252,32 @@ def _edge_lines(fmt: str) -> list[str]:
     return out
 
 
+@pytest.mark.parametrize("fmt", ["nt", "nt.gz"])
+def test_a_hub_whose_iri_lines_spell_in_several_ways_is_found_from_the_sample(tmp_path, fmt):
+    """An IRI written with escapes (``\\u00E9`` for é) is one entity however
+    each line spells it: the load's sample of lines tallies it once, and it
+    is summarised as a hub each way (it was split three ways, each part too
+    few to be a candidate, and its first listing read all its edges)."""
+    import gzip
+
+    from engine.store import open_store
+    from loaders.load import load_file
+
+    spellings = [f"<{iri('Hé')}>", f"<{iri('H')}\\u00E9>", f"<{iri('H')}\\u00e9>"]
+    edges = HUB_EDGES + 500
+    lines = [f"{spellings[i % 3]} <{LINKS.id}> <{iri(f'n{i}')}> ." for i in range(edges)]
+    lines += [f"<{iri(f'm{i}')}> <{iri('likes')}> {spellings[i % 3]} ." for i in range(edges)]
+    f = tmp_path / f"escaped.{fmt}"
+    text = ("\n".join(lines) + "\n").encode()
+    f.write_bytes(gzip.compress(text) if fmt.endswith(".gz") else text)
+    with open_store(tmp_path / "store", create=True) as store:
+        load_file(store.need_sink(), f)
+        state = store.kg.summaries.state()
+        assert state["found"] == "sampled" and state["hubs"] == {"out": 1, "in": 1}, state
+        assert store.kg.summaries.hubs([iri("Hé")]) == {(iri("Hé"), "out"): {LINKS.id: edges},
+                                                        (iri("Hé"), "in"): {iri("likes"): edges}}
+
+
 @pytest.mark.parametrize("fmt", ["nt", "nt.gz", "tsv"])
 def test_a_load_into_an_empty_store_finds_every_hub_from_a_sample(tmp_path, fmt, tog):
     """A load into an empty store samples one line in SAMPLE_RATE of what it

@@ -601,6 +601,8 @@ class HubTally:
                 if m is None:
                     continue  # blank, a comment, or not a triple (the load skips it)
                 s, _, o = m.groups()
+                if b"\\" in line:  # escapes in IRIs: one entity however a line spells it
+                    s, o = _canonical(s), _canonical(o)
                 if s[:1] == b"<":
                     add("out", s)
                 if o:
