@@ -623,7 +623,8 @@ def test_the_biggest_pairs_are_sampled_with_the_summaries_never_by_a_question(tm
             assert kept[small][0] == 1600 and kept[big][0] == 2030
             for key in (big, small, sink):
                 assert kept[key][1] == truth(store, key), (name, key)
-    # a store an older tog summarised: no big_pairs in its state, no samples
+    # a store an older tog summarised, or a load stopped before it sampled them: no big_pairs in
+    # its state, no samples
     with open_store(tmp_path / "older") as store:
         store.kg.summaries.clear()
         db = store.kg.summaries.db
@@ -631,6 +632,12 @@ def test_the_biggest_pairs_are_sampled_with_the_summaries_never_by_a_question(tm
         del state["big_pairs"]
         db.execute("UPDATE summary_state SET value = ? WHERE key = 'hubs'", (json.dumps(state),))
         db.commit()
+    shutil.copytree(tmp_path / "older", tmp_path / "stopped")
+    again = tog("load", tmp_path / "base.nt", "--store", tmp_path / "stopped", "--no-progress")  # (loaded before)
+    assert again.exit_code == 0 and "biggest pairs: 2 of more than 1,500 edges sampled" in again.output, again.output
+    with open_store(tmp_path / "stopped") as store:
+        assert store.kg.summaries.state()["big_pairs"] == 2 and not store.kg.summaries.big_pairs_due()
+        assert store.kg.summaries.samples([sink])[sink][1] == truth(store, sink)
     capsys.readouterr()
     with open_store(tmp_path / "older") as store:
         spy = Spy(store.kg, monkeypatch)
@@ -638,7 +645,7 @@ def test_the_biggest_pairs_are_sampled_with_the_summaries_never_by_a_question(tm
         assert store.kg.made["crowded_pairs"] == 0 and spy.full_reads() == 0
         assert store.kg.summaries.state()["big_pairs"] == 2
         said = capsys.readouterr().err
-        assert "sampling the biggest pairs of" in said and "made by an older tog" in said, said
+        assert "sampling the biggest pairs of" in said and "an older tog made its summaries" in said, said
         assert store.kg.summaries.samples([sink])[sink][1] == truth(store, sink)
     # a store a tog with a higher threshold summarised (1,800 here; 10,000 before SORT_MAX was the hub
     # threshold): big sampled, sink not; the first question samples sink, once
@@ -928,6 +935,9 @@ def test_a_store_made_before_summaries_builds_them_once_on_first_use(loaded_hub,
         rels = {(r.id, r.direction): r.degree for r in view.kg.relations([iri("hub")])[iri("hub")]}
     assert rels[(LINKS.id, "out")] == OUT and spy.full_reads() == 2 and view.kg.made["hubs"] == 2
     assert "out of date" in caplog.text and view.kg.summaries.state()["state"] == "missing"
+    assert "the first question asked once the process writing the store ends builds them" in caplog.text
+    assert "none built yet (built by the first question once the process writing the store ends)" in \
+        view.kg.stats()["summaries"]
     view.close()
     caplog.clear()
     store = open_graph(tmp_path / "old")
@@ -1166,6 +1176,13 @@ def test_corrections_and_reverts_keep_the_summaries_true(hub_store, tog, monkeyp
     info = tog("info", "--store", store)
     # both of the hub's pairs were sampled by the load (past SORT_MAX), and kept true
     assert "hubs summarised: 2" in info.output and "crowded pairs sampled: 2" in info.output, info.output
+    assert f"1 out, 1 in, {OUT + 2 + IN:,} edges, built at load" in info.output, info.output  # (its name: one out)
+    # the hub's figures in `tog info` are the kept counts as corrections leave them, not the build's
+    fans = [f"<{iri(f'm{i}')}>|<{iri('likes')}>|<{iri('hub')}>" for i in range(IN - HUB_EDGES)]
+    taken = tog("correct", *[x for fan in fans for x in ("--remove", fan)], "--reason", "r", "--store", store)
+    assert taken.exit_code == 0, taken.output
+    info = tog("info", "--store", store)
+    assert f"1 out, 0 in, {OUT + 2:,} edges, built at load" in info.output, info.output
 
 
 def test_a_correction_of_a_hub_s_fact_counts_none_of_its_pairs(hub_store, tog, monkeypatch):

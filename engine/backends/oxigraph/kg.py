@@ -198,8 +198,9 @@ class OxigraphKG(SparqlReads):
             state = summaries.state()["state"]
             why = "a load into it did not finish" if state == "stale" else "it was made by an older tog"
             if self.db.read_only:
-                log.info(f"note: the hub summaries of {self.db.name} are out of date ({why}); until a process "
-                         "that may write the store builds them, this one reads each hub it meets once")
+                log.info(f"note: the hub summaries of {self.db.name} are out of date ({why}); this process, which "
+                         "only reads the store, reads each hub it meets once; the first question asked once the "
+                         "process writing the store ends builds them")
             elif self.db.empty():
                 build(self.db, how="on first use")
             else:
@@ -209,7 +210,8 @@ class OxigraphKG(SparqlReads):
         elif summaries.big_pairs_due() and not self.db.read_only:
             # summarised by a tog that let questions sort every crowded pair, or the pairs up to a higher
             # threshold: the pairs past SORT_MAX that lack a sample are sampled once, now
-            log.info(f"sampling the biggest pairs of {self.db.name} once (its summaries were made by an older tog) ...")
+            log.info(f"sampling the biggest pairs of {self.db.name} once (a load stopped before it sampled them, or "
+                     "an older tog made its summaries) ...")
             state_now = sample_big(self.db, progress=sys.stderr.isatty())
             log.info(f"{state_now['big_pairs_made']:,} pairs sampled in {state_now['big_pairs_seconds']:.1f} s")
 
@@ -474,7 +476,14 @@ class OxigraphKG(SparqlReads):
         return {"triples": triples, "names": self.db.index.count(), "shown names": self.db.index.shown_how(),
                 "hubs summarised": made["hubs"], "crowded pairs sampled": made["crowded_pairs"],
                 "relations with a look-ahead schema": made["schema_relations"],
-                "summaries": summary_text(self.summaries.state())}
+                "summaries": summary_text(self._state_now(), writer=not self.db.read_only)}
+
+    def _state_now(self) -> dict:
+        """The summaries' state, with the hubs and their edges as the kept
+        counts say now (corrections move them after the build)."""
+        state = self.summaries.state()
+        now = self.summaries.hub_figures() if state.get("state") in ("fresh", "stale") else None
+        return {**state, **now} if now is not None else state
 
     def pair_degree(self, entity: str, relation: str, direction: str) -> int:
         rows = self._select(render(f"degree_{direction}", e=iri_term(entity), p=iri_term(relation)))
@@ -538,14 +547,16 @@ class OxigraphKG(SparqlReads):
                     None) is not None
 
 
-def summary_text(state: dict) -> str:
-    """What ``tog info`` says of how the summaries were made."""
+def summary_text(state: dict, writer: bool = True) -> str:
+    """What ``tog info`` says of how the summaries were made (``writer``:
+    by a process that may write the store, which builds what is missing)."""
     big = (f"{state['big_pairs']:,} pairs of more than {state.get('sort_max', SORT_MAX):,} edges sampled with the "
            f"summaries, the others " if "big_pairs" in state else "")
     rest = (f"crowded pairs: the first {SAMPLE_KEEP} neighbours in sample order, {big}sorted by the store when "
             f"first expanded, then kept; look-ahead schema: {SCHEMA_MADE}, made when first needed, then kept")
+    when = "on the next question" if writer else "by the first question once the process writing the store ends"
     if state.get("state") == "missing":
-        return f"hubs: none built yet (built on the next question); {rest}"
+        return f"hubs: none built yet (built {when}); {rest}"
     built = (f"hubs (more than {state.get('threshold', HUB_EDGES):,} edges in a direction): "
              f"{state.get('hubs', {}).get('out', 0):,} out, {state.get('hubs', {}).get('in', 0):,} in, "
              f"{state.get('edges', 0):,} edges, built {state.get('how', '?')} {state.get('built', '?')} in "
@@ -560,8 +571,8 @@ def summary_text(state: dict) -> str:
                   f"{state.get('recounted', 0):,} hub summaries counted again, "
                   f"{state.get('samples_merged', 0):,} crowded-pair samples merged)")
     if state.get("state") == "stale":
-        built = f"hubs: out of date ({state.get('why', 'a load started')}; rebuilt at the load's end or on the " \
-                f"next question); before that, {built}"
+        built = f"hubs: out of date ({state.get('why', 'a load started')}; rebuilt at the load's end or {when}); " \
+                f"before that, {built}"
     return f"{built}; {rest}"
 
 

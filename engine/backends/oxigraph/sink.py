@@ -108,11 +108,16 @@ class OxigraphSink:
 
     def summarise(self, progress: bool = False) -> dict | None:
         """Build the hub summaries when a load left them out of date (or a
-        store made by an older tog never had them); None when they are fresh."""
-        from engine.backends.oxigraph.summaries import build, update
+        store made by an older tog never had them), or sample the biggest
+        pairs when a load stopped before it had; None when all are made."""
+        from engine.backends.oxigraph.summaries import build, sample_big, update
 
         if self.db.summaries.fresh():
-            return None
+            if not self.db.summaries.big_pairs_due():
+                return None
+            # a load stopped while it sampled the biggest pairs: the hubs were kept, the samples not
+            made = sample_big(self.db, progress=progress)
+            return {k: made[k] for k in ("big_pairs_made", "big_pairs_seconds", "sort_max")}
         if isinstance(self.tally, Touched):
             touched = self.tally.touched()
             if touched is not None:

@@ -514,6 +514,17 @@ class Summaries:
             self._write(statements)
             self._forget()
 
+    def hub_figures(self) -> dict | None:
+        """The summarised entities past HUB_EDGES edges in a direction, by
+        direction, and their edges, as the kept counts say now (corrections
+        move them; the state keeps what the build found); None without tables."""
+        with self.lock:
+            if not self._tables():
+                return None
+            rows = self.db.execute("SELECT direction, COUNT(*), COALESCE(SUM(edges), 0) FROM hubs WHERE edges > ? "
+                                   "GROUP BY direction", (HUB_EDGES,)).fetchall()
+        return {"hubs": {"out": 0, "in": 0, **{d: n for d, n, _ in rows}}, "edges": sum(e for _, _, e in rows)}
+
     def counts(self) -> dict[str, int]:
         with self.lock:
             if not self._tables():
