@@ -30,6 +30,7 @@ from engine.graph import (
     is_literal,
     literal_term,
     local_name,
+    relation_text,
     stored_id,
     utc_now,
 )
@@ -89,13 +90,19 @@ def _relation(kg: KnowledgeGraph, text: str, subject: str, known: Sequence[str])
     iri = _iri(text)
     if iri is not None:
         return iri
-    want = " ".join(text.replace("_", " ").split()).casefold()
-    candidates = list(dict.fromkeys([*known, *(r.id for r in kg.relations([subject]).get(subject, [])
-                                               if r.direction == "out")]))
-    for rid in candidates:
-        if " ".join(local_name(rid).replace("_", " ").split()).casefold() == want:
-            return rid
-    raise CorrectionError(f"relation {text!r}: the subject has no relation of that name; give its IRI")
+    def plain(words: str) -> str:
+        return " ".join(words.replace("_", " ").split()).casefold()
+
+    want = plain(text)
+    shown = {r.id: r.text for r in kg.relations([subject]).get(subject, []) if r.direction == "out"}
+    matches = [rid for rid in dict.fromkeys([*known, *shown])  # its local name, or the name tog shows it by
+               if want in (plain(local_name(rid)), plain(shown.get(rid) or relation_text(rid)))]
+    if len(matches) > 1:
+        raise CorrectionError(f"relation {text!r} names {len(matches)} relations of the subject "
+                              f"({', '.join(matches[:5])}); give its IRI")
+    if not matches:
+        raise CorrectionError(f"relation {text!r}: the subject has no relation of that name; give its IRI")
+    return matches[0]
 
 
 def _objects(kg: KnowledgeGraph, text: str, made: dict[str, str] | None = None) -> list[str]:

@@ -381,3 +381,30 @@ def test_a_correction_can_make_a_new_entity_that_links_and_a_revert_takes_it_out
     assert gone.exit_code == 1 and "no entity named" in gone.output
     assert kg_call(sample, lambda s: s.kg.has_entity("urn:tog:e:Zed%20Newperson")) is False
     assert "Zed Newperson" not in json.dumps(answer(tog, sample)[0])
+
+
+def test_a_correction_takes_a_relation_by_the_name_tog_entity_shows(tmp_path, tog):
+    """`tog entity` shows a Freebase relation by its words (``film directed
+    by`` for ``film.film.directed_by``): a correction takes that name, as it
+    takes the relation's local name; a name two of the subject's relations
+    go by is refused in one line, naming both."""
+    from conftest import write_nt
+
+    fb = "http://rdf.freebase.com/ns/"
+    name = f"{fb}type.object.name"
+    lines = [f'<{fb}m.1> <{name}> "Quiz Film"@en .', f'<{fb}m.2> <{name}> "Ann Maker"@en .',
+             f'<{fb}m.3> <{name}> "Bob Other"@en .', f"<{fb}m.1> <{fb}film.film.directed_by> <{fb}m.2> ."]
+    store = tmp_path / "store"
+    assert tog("load", write_nt(tmp_path / "fb.nt", lines), "--store", store, "--no-progress").exit_code == 0
+    shown = tog("entity", "Quiz Film", "--store", store)
+    assert "film directed by" in shown.output, shown.output
+    for words in ("film directed by", "film.film.directed_by"):
+        done = tog("correct", "--add", f"Quiz Film|{words}|Bob Other", "--reason", "r", "--store", store)
+        assert done.exit_code == 0, done.output
+        assert kg_call(store, lambda kg: kg.corrections.has_fact((f"{fb}m.1", f"{fb}film.film.directed_by",
+                                                                   f"{fb}m.3")))
+    other = write_nt(tmp_path / "other.nt", [f"<{fb}m.1> <http://example.org/film_directed_by> <{fb}m.2> ."])
+    assert tog("load", other, "--store", store, "--no-progress").exit_code == 0
+    both = tog("correct", "--remove", "Quiz Film|film directed by|Ann Maker", "--reason", "r", "--store", store)
+    assert both.exit_code == 1 and both.output.count("\n") == 1, both.output
+    assert "names 2 relations" in both.output and "film.film.directed_by" in both.output, both.output
