@@ -109,9 +109,15 @@ def test_bad_corrections_are_one_line_and_change_nothing(sample, tog, args, mess
     assert kg_call(sample, lambda kg: (edge_count(kg), kg.corrections.list())) == (edges, [])
 
 
-def test_feedback_is_kept_with_the_run(sample, tog):
+def test_feedback_is_kept_with_the_run(sample, tog, monkeypatch):
+    from engine.backends.oxigraph.runs import OxigraphRunLog
+
     _, run = answer(tog, sample)
+    read = []
+    plain = OxigraphRunLog.get
+    monkeypatch.setattr(OxigraphRunLog, "get", lambda self, run_id: read.append(run_id) or plain(self, run_id))
     assert tog("feedback", run, "--rating", "bad", "--comment", "wrong director", "--store", sample).exit_code == 0
+    assert read == []  # the run's header is enough to know it is there: its paths are not read
     assert tog("feedback", "last", "--rating", "good", "--store", sample).exit_code == 0
     shown = tog("runs", "show", run, "--json", "--store", sample)
     feedback = json.loads(shown.output)["run"]["feedback"]

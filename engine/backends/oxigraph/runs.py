@@ -200,8 +200,9 @@ class OxigraphRunLog:
 
     def feedback(self, run_id: str, entry: dict) -> None:
         self.db.writable()
-        self.get(run_id)  # UnknownRunError for a run that is not here
         g = self._graph(run_id)
+        if not self.db.query(sparql("run_header"), substitutions={ox.Variable("g"): g}):
+            raise _no_run(run_id)  # (its header only: a run's paths may be tens of thousands)
         self.db.store.add(ox.Quad(g, vocab("feedback"), ox.Literal(json.dumps(entry, sort_keys=True)), g))
         self.db.flush()
 
