@@ -1102,6 +1102,42 @@ def test_neo4j_a_correction_that_takes_most_of_a_kept_sample_out_sorts_the_pair_
     assert kept() == (size, everyone[:SAMPLE_KEEP])
 
 
+def test_a_correction_that_changes_a_whole_sample_twice_keeps_it_whole(store_spec, tmp_path):
+    """A pair of 3,000 edges keeps every neighbour as its sample. A
+    correction that takes one out and puts two in, one of them last in
+    the sample order, leaves it whole, on both stores. Each change was
+    weighed against the pair's final degree, so the second one was taken
+    for a change to a sample that was cut off, and the last neighbour
+    was dropped; no question refills it."""
+    from conftest import open_spec
+
+    from engine.backends.neo4j.kg import sample_id
+    from engine.feedback import correct, revert
+    from loaders.load import load_file
+
+    size = 3_000
+    everyone = sorted((iri(f"n{i}") for i in range(size)), key=sample_key)
+    late = [x for x in (iri(f"new{i}") for i in range(100_000)) if sample_key(x) > sample_key(everyone[-1])][:2]
+    lines = [f"<{iri('hub')}> <{LINKS.id}> <{x}> ." for x in everyone]
+    lines += [f"<{x}> <{BORN.id}> <{iri('city')}> ." for x in late]
+    store = open_spec(store_spec, create=True)
+    load_file(store.need_sink(), write_nt(tmp_path / "pair.nt", lines))
+    links = (iri("hub"), LINKS.id, "out")
+
+    def kept() -> tuple[int, list[str]]:
+        if store_spec.startswith("bolt://"):
+            (row,) = store.kg.session.run("samples_get", keys=[sample_id(links)])
+            return row["degree"], list(row["sample"])
+        return store.kg.summaries.samples([links])[links]
+
+    assert kept() == (size, everyone)  # sampled by the load: whole
+    edge = f"<{iri('hub')}>|<{LINKS.id}>|<{{}}>".format
+    c = correct(store, [edge(everyone[5])], [edge(x) for x in late], "one out, two in")
+    assert kept() == (size + 1, sorted([*everyone[:5], *everyone[6:], *late], key=sample_key))
+    revert(store, c.id)
+    assert kept() == (size, everyone)
+
+
 def test_a_question_about_a_hub_is_answered_from_bounded_reads(hub_store, monkeypatch):
     from engine.pruning import get_pruner
     from engine.reasoning import get_reasoner

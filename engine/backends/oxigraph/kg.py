@@ -523,15 +523,17 @@ class OxigraphKG(SparqlReads):
             entity, r, way = pair
             n = degrees[pair] if pair in degrees else self.pair_degree(entity, r, way)
             before, sample = kept[pair]
+            whole = len(sample) >= before  # it holds every neighbour (and does while nothing is cut off)
             for neighbour in neighbours:
                 # a sample is the first neighbours in sample order: it stays one
                 # when a neighbour leaves it, or joins it ahead of its last one
-                # (or anywhere, when it held every neighbour)
+                # (or anywhere, when it holds every neighbour)
                 old, sample = sample, [x for x in sample if x != neighbour]
                 if self._holds(entity, r, way, neighbour) and (
-                        len(old) >= before or (old and sample_key(neighbour) < sample_key(old[-1]))):
+                        whole or (old and sample_key(neighbour) < sample_key(old[-1]))):
                     sample = heapq.nsmallest(len(sample) + 1, [*sample, neighbour], key=sample_key)
-                sample, before = sample[: max(len(old), SAMPLE_KEEP)], n
+                whole = whole and len(sample) <= max(len(old), SAMPLE_KEEP)
+                sample = sample[: max(len(old), SAMPLE_KEEP)]
             if sample_refills(n, len(sample)):  # (a sort of the pair, as the load made it)
                 self._sample(pair, SAMPLE_KEEP)
             else:
