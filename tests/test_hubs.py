@@ -768,6 +768,49 @@ def test_neo4j_samples_the_biggest_pairs_at_load_as_the_embedded_store_does(neo4
 
 
 @pytest.mark.neo4j
+def test_neo4j_a_load_of_a_file_loaded_before_makes_what_a_stopped_end_left(neo4j_store, tmp_path, monkeypatch,
+                                                                              tog):
+    """A load killed in its end (while it sampled the biggest pairs) leaves
+    them to be made. The same command again finds its file loaded: it makes
+    them then, once, as a question would, unless another load is running,
+    whose end makes them. Before, it recorded them made and made none, and
+    beside a running load it recorded that load's end as done."""
+    import json
+
+    from conftest import open_spec
+
+    from engine.backends.neo4j import kg as neo4j_kg
+    from engine.backends.neo4j.kg import BIG_PAIRS, load_end_state, sample_id
+    from engine.backends.neo4j.sink import Neo4jSink
+
+    monkeypatch.setattr(neo4j_kg, "SORT_MAX", 1500)
+    xs = [iri(f"x{i}") for i in range(1700)]
+    base = write_nt(tmp_path / "base.nt", [f"<{iri('big')}> <{LINKS.id}> <{x}> ." for x in xs])
+    big = sample_id((iri("big"), LINKS.id, "out"))
+    store = open_spec(neo4j_store, create=True)
+    session = store.kg.session
+
+    def kept() -> list:
+        return [(row["degree"], list(row["sample"])) for row in session.run("samples_get", keys=[big])]
+
+    assert tog("load", base, "--store", neo4j_store, "--no-progress").exit_code == 0
+    made = kept()
+    assert made == [(1700, sorted(xs, key=sample_key)[:SAMPLE_KEEP])]
+    session.run_batched("summaries_clear")  # killed in its end: pending, its samples not made
+    session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps("pending"))
+    running = Neo4jSink(open_spec(neo4j_store).kg.session)
+    running.begin()  # another load, running
+    again = tog("load", base, "--store", neo4j_store, "--no-progress")
+    assert again.exit_code == 0 and "already loaded" in again.output and "biggest pairs" not in again.output
+    assert load_end_state(session) == "pending" and kept() == []  # left to the running load's end
+    running._writers.shutdown()
+    running._release_running()  # (killed)
+    again = tog("load", base, "--store", neo4j_store, "--no-progress")
+    assert again.exit_code == 0 and "biggest pairs: 1 of more than 1,500 edges sampled" in again.output, again.output
+    assert load_end_state(session) == "made" and kept() == made
+
+
+@pytest.mark.neo4j
 def test_neo4j_reads_a_big_pair_an_unfinished_load_grew_by_its_first_window(neo4j_store, tmp_path, monkeypatch,
                                                                            tog):
     """A pair past SORT_MAX edges that a load grew has its sample made when

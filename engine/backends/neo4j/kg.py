@@ -119,7 +119,7 @@ def hub_relations_text(types: Sequence[str]) -> str:
 def load_unfinished(session: Neo4jSession) -> bool:
     """Whether a load began and has not finished: it runs, or it stopped
     before its end (killed, or failed on a bad file) and no question has yet
-    made what its end makes (``Neo4jKG._load_end_made``), so that the
+    made what its end makes (``Neo4jKG.load_end_made``), so that the
     samples of the pairs it grew wait (one statement)."""
     return _unfinished_state(session.setting(BIG_PAIRS, None))
 
@@ -244,7 +244,7 @@ class Neo4jKG(KnowledgeGraph):
         schema is a sample that a load's end clears, and corrections keep
         the counts up to date in their transaction; a raw write that gives
         a hub a new type goes unseen here until the hub is listed."""
-        self._load_end_made()
+        self.load_end_made()
         out: dict[str, list[Relation]] = {}
         for part in chunks(hubs, BATCH):
             for row in self._run("hubs_types", ids=list(part)):
@@ -261,7 +261,7 @@ class Neo4jKG(KnowledgeGraph):
         ``sample_big``); a correction adds the edges it changed to them and
         moves the hub's correction counter in its transaction
         (``refresh_hubs``), so that counts read before it are not kept."""
-        self._load_end_made()
+        self.load_end_made()
         out: dict[str, list[Relation]] = {}
         for part in chunks(hubs, BATCH):
             for row in self._run_text(HUBS_GET, ids=list(part)):
@@ -347,7 +347,7 @@ class Neo4jKG(KnowledgeGraph):
         without a sample (the load grew it) is not sorted: its first
         ``window`` neighbours in the database's order stand in for the
         sample, kept by nobody, until the load's end samples it."""
-        self._load_end_made()
+        self.load_end_made()
         keys = {pair: (pair[0], pair[1].id, pair[1].direction) for pair in pairs}
         kept = {row["key"]: (row["degree"], list(row["sample"]))
                 for row in self._run("samples_get", keys=[sample_id(k) for k in keys.values()])}
@@ -374,8 +374,9 @@ class Neo4jKG(KnowledgeGraph):
         self.made["unsorted_pairs"] += 1
         return sorted((row["x"] for row in self._run_text(text, pairs=one_plan([[entity, 0]]), n=n)), key=sample_key)
 
-    def _load_end_made(self) -> None:
-        """Once per object, before the first hub listing or crowded pair:
+    def load_end_made(self, progress: bool | None = None) -> None:
+        """Once per object, before the first hub listing or crowded pair
+        (or at the end of a load that found every file loaded before):
         a database without what a load's end makes (``sample_big``: the
         samples of the biggest pairs, the hubs' relation counts), made by an
         older tog or imported offline, or left so by a load that stopped
@@ -388,20 +389,21 @@ class Neo4jKG(KnowledgeGraph):
         self._checked = True
         state = load_end_state(self.session)
         if state == "pending" and not running_loads(self.session):  # (stopped before its end)
-            self._finish_stopped_load()
+            self._finish_stopped_load(progress)
         elif state == "missing":  # (pending: the running load's end makes them)
             log.info("sampling the biggest pairs and counting the hubs of the Neo4j database once (it was made "
                      "by an older tog or imported offline) ...")
-            log.info(self._sample_all())
+            log.info(self._sample_all(progress=progress))
 
-    def _sample_all(self, record: bool = True) -> str:
-        """``sample_big`` over the whole KG (a bar on a terminal); what it made, in words."""
+    def _sample_all(self, record: bool = True, progress: bool | None = None) -> str:
+        """``sample_big`` over the whole KG (a bar with ``progress``, by
+        default on a terminal); what it made, in words."""
         hubs = self.made["hubs"]
-        made = self.sample_big(record=record, progress=sys.stderr.isatty())
+        made = self.sample_big(record=record, progress=sys.stderr.isatty() if progress is None else progress)
         return (f"{made['big_pairs_made']:,} pairs sampled, {self.made['hubs'] - hubs:,} hubs counted "
                 f"in {made['big_pairs_seconds']:,} s")
 
-    def _finish_stopped_load(self) -> None:
+    def _finish_stopped_load(self, progress: bool | None = None) -> None:
         """What the end of a load that stopped before it (killed, or failed)
         would have made, made once by the first question that needs it, as
         the embedded store's first question does: the samples it left may
@@ -423,7 +425,7 @@ class Neo4jKG(KnowledgeGraph):
         log.info("a load into the Neo4j database stopped before its end (killed, or failed; running it again "
                  "loads the rest): sampling its biggest pairs and counting its hubs once, as its end would have ...")
         session.run_batched("summaries_clear")
-        said = self._sample_all(record=False)
+        said = self._sample_all(record=False, progress=progress)
         recorded: list[bool] = []
 
         def record(tx) -> None:

@@ -24,6 +24,7 @@ import json
 import logging
 import re
 import threading
+import time
 import uuid
 from collections import ChainMap, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -246,6 +247,7 @@ class Neo4jSink(PendingWrites):
         # entities the loads since the last ``summarise`` wrote edges of (None: too many to
         # follow, a fresh database, or the biggest pairs were not all sampled before: all of them)
         self._touched: set[str] | None = set()
+        self._began = False  # whether a load began since the last ``summarise`` (a finished file's does not)
         self._gate = _Gate()  # the writers' transactions, side by side or one alone
         self.tx_memory = 0  # a load's transaction budget (``load_budget``); halved when the server refuses one
 
@@ -282,6 +284,7 @@ class Neo4jSink(PendingWrites):
             if self._empty or load_end_state(self.session) != "made":
                 self._touched = None  # the load's end looks at the whole KG, not only at what it touched
             self.session.run("setting_set", write=True, key=BIG_PAIRS, value=json.dumps("pending"))
+            self._began = True
             if not self.tx_memory:
                 self.tx_memory = load_budget(self.session)
         except BaseException:  # (a load that did not begin has no end)
@@ -417,10 +420,18 @@ class Neo4jSink(PendingWrites):
         sorts now (around the entities the loads wrote edges of, or all).
         Says how many of those were made and how many kept samples the loads
         since the last call merged their edges into (None if neither)."""
-        from engine.backends.neo4j.kg import Neo4jKG
+        from engine.backends.neo4j.kg import SORT_MAX, Neo4jKG
 
         merged, self.samples_merged = self.samples_merged, 0
         touched, self._touched = self._touched, set()
+        began, self._began = self._began, False
+        if not began:  # every file was loaded before: nothing new, but a load that stopped in its end left
+            kg = Neo4jKG(self.session)  # it to be made, which this one makes as a question would (once no
+            started, before = time.perf_counter(), kg.made["crowded_pairs"]  # other load runs)
+            kg.load_end_made(progress=progress)
+            made = kg.made["crowded_pairs"] - before
+            return {"big_pairs_made": made, "big_pairs_seconds": round(time.perf_counter() - started, 1),
+                    "sort_max": SORT_MAX} if made else None
         big = Neo4jKG(self.session).sample_big(None if touched is None else sorted(touched), progress=progress)
         out = {**big, "samples_merged": merged} if merged or big["big_pairs_made"] else {}
         return out or None
