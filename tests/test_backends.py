@@ -1229,6 +1229,10 @@ def test_unreachable_server_and_bad_password_are_one_clear_line(neo4j_server, to
     result = tog("info", "--store", bad)
     assert result.exit_code == 1 and "refused the credentials" in result.output
     assert "wrong-password" not in result.output
+    for spec in ("bolt://", "bolt://:7687", f"bolt://{user}:{password}@"):  # (the driver tried localhost:7687)
+        result = tog("info", "--store", spec)
+        assert result.exit_code == 1 and "it names no host (bolt://HOST:7687)" in result.output, result.output
+        assert result.output.count("\n") == 1 and password not in result.output
 
 
 @pytest.mark.neo4j

@@ -76,6 +76,8 @@ class Neo4jSession:
             user, password = parts.username, parts.password or ""
             parts = parts._replace(netloc=(parts.hostname or "") + (f":{parts.port}" if parts.port else ""))
         self.uri = urlunsplit(parts)  # without credentials: safe to print
+        if not parts.hostname:  # (the driver would try localhost:7687, which may be another server)
+            raise StoreError(f"not a usable Neo4j address {self.uri!r}: it names no host (bolt://HOST:7687)")
         self.retry_seconds = retry_seconds if retry_seconds is not None else _retry_seconds()
         self.database = database or None
         self.nx = nx
