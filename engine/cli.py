@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 DEFAULT_STORE = ".tog/store"
 ANSWERS_SHOWN = 10
+ENTITY_SHOWN = 100  # relations `tog entity` lists in a direction without --all (a hub may have thousands)
 
 
 def echo(message: object = "", **kwargs) -> None:
@@ -1078,9 +1079,12 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
 @cli.command()
 @click.argument("name")
 @store_option
-@click.option("--json", "as_json", is_flag=True, help="Print the matches as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the matches as JSON (every relation).")
+@click.option("--all", "show_all", is_flag=True,
+              help=f"List every relation; without it, an entity with more than {ENTITY_SHOWN} relations in a "
+                   f"direction (a hub) shows the {ENTITY_SHOWN} with the most edges.")
 @_fail_cleanly
-def entity(name, store, as_json) -> None:
+def entity(name, store, as_json, show_all) -> None:
     """The entities NAME (a name, an IRI or a short Freebase / Wikidata id)
     stands for, with their relations and degrees: what to write as a topic,
     in a description file or in a correction."""
@@ -1109,10 +1113,16 @@ def entity(name, store, as_json) -> None:
         return
     for f in found:
         echo(f"{printable(f['name'])}  <{printable(f['id'])}>")
-        for r in f["relations"]:
-            arrow = "->" if r["direction"] == "out" else "<-"
-            degree = f"  ({r['degree']:,})" if r["degree"] is not None else ""
-            echo(f"  {arrow} {printable(r['name'])}{degree}   <{printable(r['relation'])}>")
+        for way, arrow in (("out", "->"), ("in", "<-")):
+            rels = [r for r in f["relations"] if r["direction"] == way]
+            shown = rels if show_all or len(rels) <= ENTITY_SHOWN else \
+                sorted(rels, key=lambda r: -(r["degree"] or 0))[:ENTITY_SHOWN]  # (stable: ties as listed)
+            for r in shown:
+                degree = f"  ({r['degree']:,})" if r["degree"] is not None else ""
+                echo(f"  {arrow} {printable(r['name'])}{degree}   <{printable(r['relation'])}>")
+            if len(shown) < len(rels):
+                echo(f"  {arrow} … and {len(rels) - len(shown):,} more relations {way} (the {len(shown)} above have "
+                     f"the most edges; --all lists every one)")
 
 
 @cli.command()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import subprocess
 import sys
 import time
@@ -435,6 +436,32 @@ def test_entity_shows_what_a_name_stands_for_and_suggests_near_names(tog, tmp_pa
     assert "-> has tags" in text.output and "<urn:tog:e:Quiz%20Show>" in text.output
     missing = tog("entity", "Quiz Show Redford", "--store", store)
     assert missing.exit_code == 1 and "did you mean 'Quiz Show'" in missing.output and no_traceback(missing)
+
+
+def test_entity_shows_a_hub_s_relations_with_the_most_edges_and_says_how_many_more(tog, tmp_path):
+    """An entity with more relations in a direction than `tog entity` lists
+    (a hub of a real KG has thousands) shows those with the most edges, and
+    says how many more there are; `--all` and `--json` list every one."""
+    from conftest import write_nt
+
+    from engine.cli import ENTITY_SHOWN
+
+    kinds = ENTITY_SHOWN + 50
+    lines = [f'<{iri("hub")}> <http://www.w3.org/2000/01/rdf-schema#label> "The Hub" .']
+    lines += [f"<{iri('hub')}> <{iri(f'r{i}')}> <{iri(f'x{i}-{j}')}> ." for i in range(kinds) for j in range(i % 7 + 1)]
+    lines += [f"<{iri('fan')}> <{iri('likes')}> <{iri('hub')}> ."]
+    store = tmp_path / "s"
+    assert tog("load", write_nt(tmp_path / "hub.nt", lines), "--store", store, "--no-progress").exit_code == 0
+    text = tog("entity", "The Hub", "--store", store).output
+    shown = re.findall(r"-> r(\d+)  \((\d+)\)", text)
+    assert len(shown) == ENTITY_SHOWN and min(int(n) for _, n in shown) >= max(
+        i % 7 + 1 for i in range(kinds) if str(i) not in {r for r, _ in shown})
+    assert "-> … and 50 more relations out (the 100 above have the most edges; --all lists every one)" in text
+    assert "<- likes  (1)" in text and "more relations in" not in text
+    every = tog("entity", "The Hub", "--store", store, "--all").output
+    assert len(re.findall(r"-> r\d+  ", every)) == kinds and "more relations" not in every
+    (found,) = json.loads(tog("entity", "The Hub", "--store", store, "--json").output)
+    assert len([r for r in found["relations"] if r["direction"] == "out"]) == kinds
 
 
 def test_relations_lists_every_relation_with_its_count_on_each_backend(tog, store_spec):
