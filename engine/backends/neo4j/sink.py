@@ -425,9 +425,11 @@ class Neo4jSink(PendingWrites):
         merged, self.samples_merged = self.samples_merged, 0
         touched, self._touched = self._touched, set()
         began, self._began = self._began, False
-        if not began:  # every file was loaded before: nothing new, but a load that stopped in its end left
-            kg = Neo4jKG(self.session)  # it to be made, which this one makes as a question would (once no
-            started, before = time.perf_counter(), kg.made["crowded_pairs"]  # other load runs)
+        if not began:
+            # every file was loaded before, so nothing is new; but a load that stopped in its end
+            # left that end's work, which this one does as a question would (unless a load runs)
+            kg = Neo4jKG(self.session)
+            started, before = time.perf_counter(), kg.made["crowded_pairs"]
             kg.load_end_made(progress=progress)
             made = kg.made["crowded_pairs"] - before
             return {"big_pairs_made": made, "big_pairs_seconds": round(time.perf_counter() - started, 1),
