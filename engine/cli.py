@@ -125,7 +125,7 @@ def _open(store: str, create: bool = False, reading: bool = False):
             raise
     opened = open_store(store, read_only=True)
     _BESIDE_WRITER.append(store)
-    echo(f"note: {store} is in use by another process; reading it as it is now", err=True)
+    echo(f"note: {opened.name} is in use by another process; reading it as it is now", err=True)
     return opened
 
 
@@ -1073,7 +1073,10 @@ def learn(file, store, out, into_store, forget, types, limit, depth, progress, f
     if out is not None:
         echo(f"wrote {out}; use it with: tog ask ... --relation-descriptions {out}")
     if into_store:
-        echo(f"kept in {s.name}: every later ask and eval on it uses it (tog learn --forget drops it)")
+        local = getattr(getattr(s.runs, "db", None), "path", None)  # an endpoint's: kept beside its runs, locally
+        where = f"{local}, where tog keeps what it records of {s.name} with this --store" \
+            if local is not None and str(local) != s.name else s.name
+        echo(f"kept in {where}: every later ask and eval on it uses it (tog learn --forget drops it)")
 
 
 @cli.command()

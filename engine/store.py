@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -381,9 +382,10 @@ def open_store(spec: str | Path, *, create: bool = False, read_only: bool = Fals
     if scheme in SPARQL_SCHEMES:
         from engine.backends.sparql import open_sparql
 
-        return open_sparql(spec)
+        return open_sparql(spec, read_only=read_only)
     if scheme:
-        raise StoreError(f"unknown store {spec!r}: use a directory, neo4j://HOST:PORT, bolt://HOST:PORT "
+        shown = re.sub(r"//[^/@]*@", "//", spec)  # (no user or password in a message)
+        raise StoreError(f"unknown store {shown!r}: use a directory, neo4j://HOST:PORT, bolt://HOST:PORT "
                          "or sparql+http://HOST:PORT/sparql")
     from engine.backends.oxigraph import open_embedded
 

@@ -13,6 +13,7 @@ import re
 import subprocess
 import uuid
 import warnings
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -359,6 +360,12 @@ def test_the_cli_on_the_endpoint_and_its_read_only_refusals(stores, tog):
     remote = json.loads(tog("relations", "--store", spec, "--json").output)
     local = json.loads(tog("relations", "--store", stores[1], "--json").output)
     assert remote == local and remote  # the same relations and counts as the same file loaded locally
+    # what `tog learn --into-store` learns of an endpoint is kept where its runs are, and said so
+    questions = Path(os.environ["TOG_SPARQL_RUNS"]).parent / "learn.jsonl"
+    questions.write_text(json.dumps({"question": "who starred in [Harbor Lights]", "answers": ["Bea Star"]}) + "\n")
+    learned = tog("learn", questions, "--store", spec, "--into-store")
+    assert learned.exit_code == 0, learned.output
+    assert f"kept in {os.environ['TOG_SPARQL_RUNS']}, where tog keeps what it records of http://" in learned.output
 
 
 def test_an_unreachable_endpoint_is_one_line(tog, tmp_path, monkeypatch):
@@ -1431,3 +1438,139 @@ def test_warm_asks_its_questions_of_an_endpoint(endpoint, tog, tmp_path, monkeyp
     assert "warmed: 3 questions" in done.output
     assert all(f"<{e}>" in done.stderr for e in entities)
     assert "no runs yet" in tog("runs", "list", "--store", spec).output
+
+
+EMPTY = b'<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#"><head/><results/></sparql>'
+NONE_COUNTED = (b'<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#"><head><variable name="n"/>'
+                b'</head><results><result><binding name="n"><literal>0</literal></binding></result></results></sparql>')
+
+
+def knows_nothing(handler, query) -> bytes:
+    """An endpoint's answers with an empty KG."""
+    return TRUE if query.startswith("ASK") else NONE_COUNTED if "(COUNT(*) AS ?n) WHERE {" in query and \
+        "GROUP BY" not in query else EMPTY
+
+
+def test_an_answer_cut_short_is_an_error_not_fewer_rows(tmp_path):
+    """A reply whose connection ends before the body its Content-Length
+    gives (a dropped connection, a proxy that gave up) is retried, then one
+    error: read as it came, a listing cut after a row made the search
+    answer from part of the KG, with no word of it."""
+    import socket
+    import threading
+    import urllib.parse
+
+    from engine.backends.sparql import SparqlGraph
+    from engine.errors import StoreError
+
+    rows = "".join(f'<result><binding name="e"><uri>http://example.org/x</uri></binding><binding name="po">'
+                   f'<uri>http://example.org/r{i}</uri></binding><binding name="n"><literal>1</literal></binding>'
+                   f"</result>" for i in range(50))
+    listing = ('<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#"><head>'
+               '<variable name="e"/><variable name="po"/><variable name="pi"/><variable name="n"/></head>'
+               f"<results>{rows}</results></sparql>").encode()
+    asked = []
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    head += conn.recv(65536)
+                length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+                body = head.split(b"\r\n\r\n", 1)[1]
+                while len(body) < length:
+                    body += conn.recv(65536)
+                query = urllib.parse.parse_qs(body.decode())["query"][0]
+                asked.append(query)
+                answer = TRUE if query.startswith("ASK") else listing
+                cut = answer if query.startswith("ASK") else answer[: answer.index(b"</result>") + 9]
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/sparql-results+xml\r\nContent-Length: "
+                             + str(len(answer)).encode() + b"\r\nConnection: close\r\n\r\n" + cut)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        kg = SparqlGraph(f"sparql+http://127.0.0.1:{server.getsockname()[1]}/sparql", retries=1)
+        with pytest.raises(StoreError, match="IncompleteRead"):
+            kg.relations(["http://example.org/x"])
+        assert len([q for q in asked if not q.startswith("ASK")]) == 2  # the first try and one retry
+        kg.close()
+    finally:
+        server.close()
+
+
+def test_an_endpoint_s_user_and_password_authenticate_and_are_never_shown(tog, tmp_path, monkeypatch):
+    """``sparql+http://USER:PASSWORD@HOST/...``: the pair goes as HTTP basic
+    authentication, and no message, `tog info` line or error shows it; an
+    address that names no usable port or host is one line."""
+    import base64
+
+    monkeypatch.setenv("TOG_SPARQL_RUNS", str(tmp_path / "runs"))
+    heard: list[str | None] = []
+
+    def reply(handler, query):
+        heard.append(handler.headers["Authorization"])
+        return knows_nothing(handler, query)
+
+    with answering(reply) as port:
+        spec = f"sparql+http://alice:s3cr%40t@127.0.0.1:{port}/sparql"
+        info = tog("info", "--store", spec)
+        assert info.exit_code == 0 and f"http://127.0.0.1:{port}/sparql" in info.output, info.output
+        assert "s3cr" not in info.output and "alice" not in info.output
+        assert heard and set(heard) == {"Basic " + base64.b64encode(b"alice:s3cr@t").decode()}
+    for spec, said in [("sparql+http://alice:s3cr3t@127.0.0.1:9/sparql", "cannot reach the SPARQL endpoint at "
+                        "http://127.0.0.1:9/sparql"),
+                       ("sparql+http://alice:s3cr3t@127.0.0.1:notaport/sparql", "not a usable SPARQL endpoint address"),
+                       ("sparql+http://alice:s3cr3t@[::1/sparql", "not a usable SPARQL endpoint address"),
+                       ("sparql+http:///sparql", "it names no host"),
+                       ("ftp://alice:s3cr3t@127.0.0.1/x", "unknown store 'ftp://127.0.0.1/x'")]:
+        failed = tog("ask", "who directed [Harbor Lights]", "--store", spec)
+        assert failed.exit_code == 1 and said in failed.output, (spec, failed.output)
+        assert failed.output.count("\n") == 1 and "s3cr3t" not in failed.output and "Traceback" not in failed.output
+
+
+def test_a_query_that_times_out_is_not_sent_again(tmp_path):
+    """A query that ran out of time would again: one error after one
+    timeout (three tries of 60 s each took three minutes to say so)."""
+    import time as clock
+
+    from engine.backends.sparql import SparqlGraph
+    from engine.errors import StoreError
+
+    asked = []
+
+    def reply(handler, query):
+        asked.append(query)
+        if not query.startswith("ASK"):
+            clock.sleep(1.5)
+        return TRUE if query.startswith("ASK") else EMPTY
+
+    with answering(reply) as port:
+        kg = SparqlGraph(f"sparql+http://127.0.0.1:{port}/sparql", timeout=0.5, retries=2)
+        with pytest.raises(StoreError, match="timed out"):
+            kg.relations(["http://example.org/x"])
+        kg.close()
+    assert len([q for q in asked if not q.startswith("ASK")]) == 1
+
+
+def test_commands_that_only_read_an_endpoint_work_beside_a_process_that_records_runs(tog, tmp_path, monkeypatch):
+    """The runs of an endpoint are kept in a local store, which one process
+    at a time writes: `tog info`, `entity`, `runs list` and `ask --no-record`
+    read it as it is beside that process (they said it was in use)."""
+    from engine.store import open_store
+
+    monkeypatch.setenv("TOG_SPARQL_RUNS", str(tmp_path / "runs"))
+    with answering(knows_nothing) as port:
+        spec = f"sparql+http://127.0.0.1:{port}/sparql"
+        with open_store(spec):  # another process, recording runs
+            for args in (["info"], ["runs", "list"]):
+                done = tog(*args, "--store", spec)
+                assert done.exit_code == 0, (args, done.output)
+                assert "in use by another process; reading it as it is now" in done.stderr
+            recording = tog("ask", "who directed [Harbor Lights]", "--store", spec)
+            assert recording.exit_code == 1 and "in use by another process" in recording.output

@@ -53,11 +53,14 @@ escaping function of the embedded store), or, prepared, as HTTP parameters.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.client
 import logging
 import os
+import re
 import socket
+import ssl
 import threading
 import time
 import urllib.error
@@ -96,7 +99,7 @@ from engine.backends.sparql_reads import (
     node_id,
     place_of,
 )
-from engine.errors import StoreError
+from engine.errors import StoreBusyError, StoreError
 from engine.graph import (
     CANDIDATE_WINDOW,
     DEFAULT_NAME_PREDICATES,
@@ -237,6 +240,7 @@ def _without_comments(text: str) -> str:
 
 # how a kept connection fails when the server closed it while it was idle
 _DROPPED = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+_CREDENTIALS = re.compile(r"//[^/@]*@")  # a user (and password) in a URL, left out of what is shown
 
 
 def _quick_ack(sock) -> None:
@@ -311,30 +315,34 @@ def _read_results(data: bytes, fmt: ox.QueryResultsFormat = ox.QueryResultsForma
 
 
 def open_sparql(spec: str, *, runs: str | Path | None = None, policy: RelationPolicy = DEFAULT_POLICY,
-                timeout: float = 60.0, retries: int = 2, prepared: bool | None = None) -> Store:
+                timeout: float = 60.0, retries: int = 2, prepared: bool | None = None,
+                read_only: bool = False) -> Store:
     """The endpoint of a ``sparql+http(s)://`` spec as a store: reads from the
     endpoint, runs in a local embedded store (``runs``, else
     ``TOG_SPARQL_RUNS``, else ``.tog/sparql-runs/HOST-PORT-HASH``); no sink
-    and no corrections. :class:`StoreError` when the endpoint does not answer."""
+    and no corrections. :class:`StoreError` when the endpoint does not answer.
+    ``read_only``: the local runs as a view beside a process that writes them."""
     from engine.backends.oxigraph import Database, OxigraphRunLog
 
     kg = SparqlGraph(spec, policy=policy, timeout=timeout, retries=retries, prepared=prepared)
-    parts = urllib.parse.urlsplit(spec)
     where = Path(runs or os.environ.get("TOG_SPARQL_RUNS") or (
-        Path(".tog") / "sparql-runs" / f"{parts.hostname}-{parts.port or 80}-"
-                                       f"{hashlib.sha1(spec.encode()).hexdigest()[:6]}"))
+        Path(".tog") / "sparql-runs" / f"{kg.host}-{kg.port}-{hashlib.sha1(spec.encode()).hexdigest()[:6]}"))
     try:
         where.parent.mkdir(parents=True, exist_ok=True)
-        local = Database(where, create=True)
+        local = Database(where, read_only=True) if read_only else Database(where, create=True)
+    except StoreBusyError:
+        kg.close()
+        raise
     except (OSError, StoreError) as e:
         kg.close()
         raise StoreError(f"cannot keep the runs of {kg.endpoint} in {where}: {e}") from None
-    read_only = f"the SPARQL endpoint {kg.endpoint} is read-only for tog"
+    read_only_text = f"the SPARQL endpoint {kg.endpoint} is read-only for tog"
     run_log = OxigraphRunLog(local)
-    run_log.fail_interrupted()
+    if not read_only:
+        run_log.fail_interrupted()
     return Store(kg.endpoint, kg, run_log, None, None,
-                 absent={"sink": f"{read_only}; load it with its own tools",
-                         "corrections": f"{read_only}: it cannot record corrections"},
+                 absent={"sink": f"{read_only_text}; load it with its own tools",
+                         "corrections": f"{read_only_text}: it cannot record corrections"},
                  closers=[local.close, kg.close])
 
 
@@ -348,11 +356,22 @@ class SparqlGraph(SparqlReads):
         ``memo``: keep relation listings, crowded pairs' candidates and
         the look-ahead schema for the process (``Memo``)."""
         super().__init__(policy)
-        parts = urllib.parse.urlsplit(spec)
+        shown = _CREDENTIALS.sub("//", spec)  # what messages may say of the spec
+        try:
+            parts = urllib.parse.urlsplit(spec)
+            self.host, self.port = parts.hostname or "", parts.port or (443 if parts.scheme.endswith("s") else 80)
+        except ValueError as e:
+            raise StoreError(f"not a usable SPARQL endpoint address {shown!r}: {e}") from None
+        if not self.host:
+            raise StoreError(f"not a usable SPARQL endpoint address {shown!r}: it names no host")
         scheme = parts.scheme.split("+", 1)[1]
         query = urllib.parse.parse_qs(parts.query)
         self.graphs = query.get("default-graph-uri", [])
-        self.endpoint = urllib.parse.urlunsplit((scheme, parts.netloc, parts.path, "", ""))
+        # the user and password of the spec go as HTTP basic authentication, never into a message
+        self._auth = {"Authorization": "Basic " + base64.b64encode(
+            f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}".encode()).decode()} \
+            if parts.username else {}
+        self.endpoint = urllib.parse.urlunsplit((scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, "", ""))
         self.timeout, self.retries = timeout, retries
         self._parts = urllib.parse.urlsplit(self.endpoint)
         self._fresh = scheme in urllib.request.getproxies() and not urllib.request.proxy_bypass(parts.hostname or "")
@@ -407,7 +426,8 @@ class SparqlGraph(SparqlReads):
                 self._hang_up()
                 if reused and isinstance(e, _DROPPED):
                     continue  # the server closed the idle kept connection: once more on a new one
-                if attempt < self.retries:
+                if attempt < self.retries and not isinstance(e, (TimeoutError, ssl.SSLError)):
+                    # (a query that ran out of time, or a TLS handshake that failed, would again)
                     attempt += 1
                     time.sleep(0.5 * (2 ** (attempt - 1)))
                     continue
@@ -425,7 +445,7 @@ class SparqlGraph(SparqlReads):
         """POST the query on this thread's kept connection: (status, body)."""
         if self._fresh:  # through a proxy: urllib, a new connection each time
             request = urllib.request.Request(self.endpoint, data=body, method="POST",
-                                             headers={**self._HEADERS, "Connection": "close"})
+                                             headers={**self._HEADERS, **self._auth, "Connection": "close"})
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
                     self._server = response.headers.get("Server") or ""
@@ -435,12 +455,12 @@ class SparqlGraph(SparqlReads):
         connection = getattr(self._local, "connection", None)
         if connection is None:
             kind = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
-            connection = kind(self._parts.hostname or "", self._parts.port, timeout=self.timeout)
+            connection = kind(self.host, self.port, timeout=self.timeout)
             connection.connect()
             connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._local.connection = connection
         _quick_ack(connection.sock)
-        connection.request("POST", self._parts.path or "/", body=body, headers=self._HEADERS)
+        connection.request("POST", self._parts.path or "/", body=body, headers={**self._HEADERS, **self._auth})
         response = connection.getresponse()
         self._server = response.getheader("Server") or ""
         parts = []
@@ -450,6 +470,8 @@ class SparqlGraph(SparqlReads):
             if not part:
                 break
             parts.append(part)
+        if response.length:  # the connection ended before the body its Content-Length gave: not an answer
+            raise http.client.IncompleteRead(b"".join(parts), response.length)
         if response.will_close:
             self._hang_up()
         return response.status, b"".join(parts)
