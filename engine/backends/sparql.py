@@ -326,7 +326,8 @@ def open_sparql(spec: str, *, runs: str | Path | None = None, policy: RelationPo
 
     kg = SparqlGraph(spec, policy=policy, timeout=timeout, retries=retries, prepared=prepared)
     where = Path(runs or os.environ.get("TOG_SPARQL_RUNS") or (
-        Path(".tog") / "sparql-runs" / f"{kg.host}-{kg.port}-{hashlib.sha1(spec.encode()).hexdigest()[:6]}"))
+        Path(".tog") / "sparql-runs" / f"{kg.host}-{urllib.parse.urlsplit(kg.endpoint).port or 80}-"
+                                       f"{hashlib.sha1(spec.encode()).hexdigest()[:6]}"))
     try:
         where.parent.mkdir(parents=True, exist_ok=True)
         local = Database(where, read_only=True) if read_only else Database(where, create=True)
