@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -384,9 +383,10 @@ def open_store(spec: str | Path, *, create: bool = False, read_only: bool = Fals
 
         return open_sparql(spec, read_only=read_only)
     if scheme:
-        shown = re.sub(r"//[^/@]*@", "//", spec)  # (no user or password in a message)
-        raise StoreError(f"unknown store {shown!r}: use a directory, neo4j://HOST:PORT, bolt://HOST:PORT "
-                         "or sparql+http://HOST:PORT/sparql")
+        from engine.text import without_userinfo
+
+        raise StoreError(f"unknown store {without_userinfo(spec)!r}: use a directory, neo4j://HOST:PORT, "
+                         "bolt://HOST:PORT or sparql+http://HOST:PORT/sparql")
     from engine.backends.oxigraph import open_embedded
 
     return open_embedded(Path(spec), create=create, read_only=read_only)

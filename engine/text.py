@@ -157,6 +157,15 @@ def known_secrets(extra: tuple[str, ...] = ()) -> list[str]:
     return sorted(set(found), key=len, reverse=True)
 
 
+_USERINFO = re.compile(r"//[^/@]*@")  # the user (and password) of an address: //USER:PASSWORD@HOST
+
+
+def without_userinfo(address: str) -> str:
+    """``address`` (a URL, or what was meant as one) without the user and
+    password it may carry: what a message may show of it."""
+    return _USERINFO.sub("//", address)
+
+
 def redact(text: str, extra: tuple[str, ...] = ()) -> str:
     """``text`` with every known credential replaced by ``***``."""
     for secret in known_secrets(extra):

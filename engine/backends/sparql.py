@@ -58,7 +58,6 @@ import hashlib
 import http.client
 import logging
 import os
-import re
 import socket
 import ssl
 import threading
@@ -116,6 +115,7 @@ from engine.graph import (
     stored_literal,
 )
 from engine.queries import render, sparql, sparql_term, sparql_union, sparql_values
+from engine.text import without_userinfo
 from engine.store import Store
 
 __all__ = ["SCHEMES", "SparqlGraph", "is_sparql_uri", "open_sparql", "prepared_slot"]
@@ -240,7 +240,6 @@ def _without_comments(text: str) -> str:
 
 # how a kept connection fails when the server closed it while it was idle
 _DROPPED = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
-_CREDENTIALS = re.compile(r"//[^/@]*@")  # a user (and password) in a URL, left out of what is shown
 
 
 def _quick_ack(sock) -> None:
@@ -357,7 +356,7 @@ class SparqlGraph(SparqlReads):
         ``memo``: keep relation listings, crowded pairs' candidates and
         the look-ahead schema for the process (``Memo``)."""
         super().__init__(policy)
-        shown = _CREDENTIALS.sub("//", spec)  # what messages may say of the spec
+        shown = without_userinfo(spec)  # what messages may say of the spec
         try:
             parts = urllib.parse.urlsplit(spec)
             self.host, self.port = parts.hostname or "", parts.port or (443 if parts.scheme.endswith("s") else 80)
