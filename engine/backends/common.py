@@ -5,6 +5,7 @@ name wins."""
 from __future__ import annotations
 
 import hashlib
+import heapq
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
@@ -99,6 +100,23 @@ SAMPLE_KEEP = CANDIDATE_WINDOW * MAX_CANDIDATES
 # default is 100), and a pair is sorted again at most once every 2,048 of its kept
 # neighbours taken out.
 SAMPLE_FLOOR = SAMPLE_KEEP // 2
+
+
+def sample_moved(sample: Sequence[str], degree: int, moved: Iterable[tuple[str, bool]]) -> list[str]:
+    """A crowded pair's kept ``sample`` (of a pair of ``degree`` edges when it
+    was kept) after its neighbours ``moved``: each (neighbour, whether the
+    pair has it now), in order. A sample is the first neighbours in sample
+    order: it stays one when a neighbour leaves it, or joins it ahead of its
+    last one, or anywhere while it holds every neighbour (until a neighbour
+    past SAMPLE_KEEP is cut off)."""
+    sample, whole = list(sample), len(sample) >= degree
+    for neighbour, there in moved:
+        old, sample = sample, [x for x in sample if x != neighbour]
+        if there and (whole or (old and sample_key(neighbour) < sample_key(old[-1]))):
+            sample = heapq.nsmallest(len(sample) + 1, [*sample, neighbour], key=sample_key)
+        whole = whole and len(sample) <= max(len(old), SAMPLE_KEEP)
+        sample = sample[: max(len(old), SAMPLE_KEEP)]
+    return sample
 
 
 def sample_refills(degree: int, held: int) -> bool:

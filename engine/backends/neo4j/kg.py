@@ -62,6 +62,7 @@ from engine.backends.common import (
     nothing_behind,
     past_or_first,
     sample_key,
+    sample_moved,
     sample_refills,
     sample_serves,
     select_candidates,
@@ -589,16 +590,9 @@ def refresh_summaries(tx, session: Neo4jSession, gone: Sequence[Fact], came: Seq
         for row in tx.run(cypher("samples_get"), keys=part):
             key = row["key"]
             entity, r, direction = pairs[key]
-            sample = list(row["sample"])
-            whole = len(sample) >= row["degree"]  # it holds every neighbour (and does while nothing is cut off)
+            sample = sample_moved(row["sample"], row["degree"], moved[key])
             counts = tx.run(render_cypher("pair_degree", type=cypher_name(r)), e=entity).single()
             n = int(counts[direction]) if counts is not None else 0
-            for neighbour, there in moved[key]:
-                old, sample = sample, [x for x in sample if x != neighbour]
-                if there and (whole or (old and sample_key(neighbour) < sample_key(old[-1]))):
-                    sample = sorted([*sample, neighbour], key=sample_key)
-                whole = whole and len(sample) <= max(len(old), SAMPLE_KEEP)
-                sample = sample[: max(len(old), SAMPLE_KEEP)]
             if sample_refills(n, len(sample)):  # sorted again by the server, as a load's end samples it
                 text = render_cypher(f"sample_{direction}", type=cypher_name(r), then=cypher("sample_kept_here"))
                 tx.run(text, e=entity, keep=SAMPLE_KEEP, key=key, degree=n).consume()

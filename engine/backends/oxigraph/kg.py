@@ -24,7 +24,6 @@ through :func:`engine.queries.sparql_term` / ``sparql_values``.
 
 from __future__ import annotations
 
-import heapq
 import logging
 import sys
 import threading
@@ -47,6 +46,7 @@ from engine.backends.common import (
     nothing_behind,
     ranked_shown,
     sample_key,
+    sample_moved,
     sample_refills,
     sample_serves,
     select_candidates,
@@ -523,17 +523,7 @@ class OxigraphKG(SparqlReads):
             entity, r, way = pair
             n = degrees[pair] if pair in degrees else self.pair_degree(entity, r, way)
             before, sample = kept[pair]
-            whole = len(sample) >= before  # it holds every neighbour (and does while nothing is cut off)
-            for neighbour in neighbours:
-                # a sample is the first neighbours in sample order: it stays one
-                # when a neighbour leaves it, or joins it ahead of its last one
-                # (or anywhere, when it holds every neighbour)
-                old, sample = sample, [x for x in sample if x != neighbour]
-                if self._holds(entity, r, way, neighbour) and (
-                        whole or (old and sample_key(neighbour) < sample_key(old[-1]))):
-                    sample = heapq.nsmallest(len(sample) + 1, [*sample, neighbour], key=sample_key)
-                whole = whole and len(sample) <= max(len(old), SAMPLE_KEEP)
-                sample = sample[: max(len(old), SAMPLE_KEEP)]
+            sample = sample_moved(sample, before, [(x, self._holds(entity, r, way, x)) for x in neighbours])
             if sample_refills(n, len(sample)):  # (a sort of the pair, as the load made it)
                 self._sample(pair, SAMPLE_KEEP)
             else:
