@@ -249,8 +249,9 @@ def load_options(fn):
 
 
 def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_langs, progress,
-                force=False, chunk_bytes=None, segment_lines=None) -> None:
-    """Load each file through ``sink`` (an ``engine.store.BulkSink``) and print its summary."""
+                force=False, chunk_bytes=None, segment_lines=None, store=None) -> None:
+    """Load each file through ``sink`` (an ``engine.store.BulkSink``) and print its summary;
+    then, given the ``store``, say if the loads wrote back facts that its corrections took out."""
     from engine.graph import DEFAULT_NAME_PREDICATES
     from loaders.load import SEGMENT_LINES, load_file
 
@@ -258,6 +259,7 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
         progress = sys.stderr.isatty()
     langs = tuple(name_langs) if name_langs else ("en", "")
     preds = tuple(name_predicates) if name_predicates else DEFAULT_NAME_PREDICATES
+    wrote = False
     for f in files:
         report = load_file(sink, f, fmt=fmt, delimiter=delimiter, max_errors=max_errors,
                            name_predicates=preds, name_langs=langs, progress=progress, force=force,
@@ -265,6 +267,7 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
         if report.already_complete:
             echo(f"{f}: already loaded ({report.triples:,} triples); nothing to do (--force reads it again)")
             continue
+        wrote = True
         resumed = f", resumed at line {report.resumed_from:,}" if report.resumed_from else ""
         labels = f" ({report.names:,} of them name labels)" if report.format in ("delimited", "tsv", "csv") else ""
         long_names = f" ({report.unindexed:,} too long to index: shown, not linked)" if report.unindexed else ""
@@ -290,6 +293,24 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
     if summary is not None and summary.get("big_pairs_made"):
         echo(f"biggest pairs: {summary['big_pairs_made']:,} of more than {summary['sort_max']:,} edges sampled "
              f"(questions read their samples) in {summary['big_pairs_seconds']:.1f}s")
+    if store is not None and wrote:
+        _note_written_back(store)
+
+
+def _note_written_back(store) -> None:
+    """One line on stderr when the KG holds again facts that corrections took
+    out (a load wrote them back): how many, the first, and how to take them out."""
+    from engine.feedback import taken_out_again
+    from engine.graph import is_literal
+    from engine.text import printable
+
+    back = taken_out_again(store)
+    if not back:
+        return
+    (s, r, o), cid = back[0]
+    fact = printable(f"<{s}>|<{r}>|" + (o if is_literal(o) else f"<{o}>"))
+    echo(f"note: {len(back):,} facts that corrections took out are in the KG again (the load wrote them back), "
+         f"the first {fact} (correction {cid}): `tog correct --remove` takes them out again", err=True)
 
 
 @cli.command()
@@ -310,7 +331,7 @@ def load(files, store, fmt, delimiter, max_errors, name_predicates, name_langs, 
     """
     with _open(store, create=True) as s:
         _load_files(s.need_sink(), files, fmt, delimiter, max_errors, name_predicates, name_langs, progress,
-                    force, chunk_bytes, segment_lines)
+                    force, chunk_bytes, segment_lines, store=s)
 
 
 @cli.command("export-neo4j")
@@ -379,7 +400,7 @@ def _run_extract(profile, dump, seeds, hops, domains, out, load_into, max_errors
         echo(f"  line {line}: {reason}")
     if load_into:
         with _open(load_into, create=True) as s:
-            _load_files(s.need_sink(), [out], "nt", None, max_errors, (), (), progress)
+            _load_files(s.need_sink(), [out], "nt", None, max_errors, (), (), progress, store=s)
 
 
 @extract.command("freebase")
@@ -648,8 +669,10 @@ def feedback(run_id, store, rating, comment, answers) -> None:
                    "entity (# starts a comment).")
 @click.option("--run", "run_id", default=None, help="The run that prompted the correction (or `last`).")
 @click.option("--reason", required=True, help="Why: kept with the correction.")
+@click.option("--despite-load", is_flag=True,
+              help="Correct although a load into the store has not finished (its re-run may write facts back).")
 @_fail_cleanly
-def correct(store, remove, add, new, patch, run_id, reason) -> None:
+def correct(store, remove, add, new, patch, run_id, reason, despite_load) -> None:
     """Correct the KG: remove and add facts, recorded with provenance.
 
     \b
@@ -657,6 +680,9 @@ def correct(store, remove, add, new, patch, run_id, reason) -> None:
     N-Triples literal ("1994"^^<http://www.w3.org/2001/XMLSchema#gYear>).
       tog correct --remove "Quiz Show|directed_by|Robert Redford" \\
                   --add "Quiz Show|directed_by|Mike Newell" --reason "..."
+
+    While a load into the store has not finished, it refuses (the load's
+    re-run would write facts of its later lines back): finish the load first.
     """
     from engine.feedback import correct as apply
     from engine.feedback import read_patch
@@ -667,7 +693,8 @@ def correct(store, remove, add, new, patch, run_id, reason) -> None:
         more_removed, more_added, more_new = read_patch(patch)
         remove, add, new = (*remove, *more_removed), (*add, *more_added), (*new, *more_new)
     with _open(store) as s:
-        c = apply(s, remove, add, reason, last_run_id(s.need_runs(), run_id) if run_id else None, new)
+        c = apply(s, remove, add, reason, last_run_id(s.need_runs(), run_id) if run_id else None, new,
+                  despite_load=despite_load)
     made = "".join(f", made {printable(n)} <{e}>" for e, n in c.named)
     if not c.removed and not c.added and not c.named:
         echo(f"correction {c.id}: nothing changed, {len(c.kept)} already there (recorded as a no-op; it blocks "
@@ -746,13 +773,15 @@ def corrections_export(correction_id, store, removed, as_patch) -> None:
 @corrections.command("revert")
 @click.argument("correction_id")
 @store_option
+@click.option("--despite-load", is_flag=True,
+              help="Revert although a load into the store has not finished (its re-run may write facts back).")
 @_fail_cleanly
-def corrections_revert(correction_id, store) -> None:
+def corrections_revert(correction_id, store, despite_load) -> None:
     """Undo CORRECTION_ID exactly (its added facts go, its removed facts return)."""
     from engine.feedback import revert
 
     with _open(store) as s:
-        c = revert(s, correction_id)
+        c = revert(s, correction_id, despite_load=despite_load)
     echo(f"reverted {c.id}: {len(c.added)} facts taken out, {len(c.removed)} put back"
          + (f", {len(c.named)} entities it made taken out" if c.named else ""))
 

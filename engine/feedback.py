@@ -175,16 +175,47 @@ def _relation_names(kg: KnowledgeGraph, text: str) -> list[str]:
     return [r for r, _ in kg.relation_counts() if " ".join(local_name(r).replace("_", " ").split()).casefold() == want]
 
 
+def loads_finished(store: Store) -> None:
+    """CorrectionError when a load into ``store`` has not finished. Its re-run
+    writes the lines past its checkpoint again, and the store may already hold
+    some of their facts: a correction (or a revert) that took one out would be
+    undone, unseen. A load that stopped in its end (its lines all in), or
+    by itself at a checkpoint (past its bad lines' limit), blocks nothing."""
+    if store.sink is None:
+        return
+    left = [c for c in store.sink.loads() if not c.complete and not c.exact]
+    if not left:
+        return
+    import shlex
+
+    from engine.text import printable
+
+    c = left[0]
+    path = printable(c.path)
+    more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
+    if store.unfinished_load is not None and store.unfinished_load() == "running":
+        raise CorrectionError(f"a load of {path}{more} into {store.name} is running ({c.lines:,} lines in so far): "
+                              "correct once it ends, since a resumed run of it writes its later lines again and could "
+                              "undo the change; nothing was changed (--despite-load changes it now)")
+    raise CorrectionError(f"a load of {path}{more} stopped at line {c.lines:,} before its end (killed, or failed): "
+                          f"finish it first (tog load {shlex.quote(path)} --store {shlex.quote(store.name)}), since "
+                          "its re-run writes the lines past that again and would undo the change; nothing was changed "
+                          "(--despite-load changes it now)")
+
+
 def correct(store: Store, remove: Sequence[str], add: Sequence[str], reason: str,
-            run: str | None = None, new: Sequence[str] = ()) -> Correction:
+            run: str | None = None, new: Sequence[str] = (), *, despite_load: bool = False) -> Correction:
     """Apply one correction; every fact is checked before anything changes.
-    ``new``: entities to make (``NAME`` or ``<IRI> NAME``), which the facts may name."""
+    ``new``: entities to make (``NAME`` or ``<IRI> NAME``), which the facts may name.
+    Refused while a load has not finished (``loads_finished``), unless ``despite_load``."""
     log = store.need_corrections()
     kg = store.kg
     if not reason or not reason.strip():
         raise CorrectionError("say why: --reason TEXT")
     if not remove and not add and not new:
         raise CorrectionError("nothing to correct: give --remove, --add and/or --new")
+    if not despite_load:
+        loads_finished(store)
     named = [new_entity(kg, text) for text in new]
     if len({e for e, _ in named}) < len(named):
         raise CorrectionError("the same new entity is given twice")
@@ -204,6 +235,24 @@ def correct(store: Store, remove: Sequence[str], add: Sequence[str], reason: str
     return log.apply(c)
 
 
+def taken_out_again(store: Store) -> list[tuple[Fact, str]]:
+    """Facts that an active correction took out, and no later one put in,
+    which the KG holds again (a load wrote them back), each with that
+    correction's id, in the order of the corrections."""
+    if store.corrections is None:
+        return []
+    out: dict[Fact, str] = {}
+    for c in store.corrections.list():
+        if c.status != "active":
+            continue
+        for f in c.removed:
+            out[f] = c.id
+        for f in (*c.added, *c.kept):
+            out.pop(f, None)
+    held = store.corrections.held(list(out)) if out else set()
+    return [(f, cid) for f, cid in out.items() if f in held]
+
+
 def find(store: Store, correction_id: str) -> Correction:
     for c in store.need_corrections().list():
         if c.id == correction_id:
@@ -211,12 +260,15 @@ def find(store: Store, correction_id: str) -> Correction:
     raise CorrectionError(f"no correction {correction_id!r} (see `tog corrections list`)")
 
 
-def revert(store: Store, correction_id: str) -> Correction:
-    """Undo a correction exactly: its added facts go, its removed facts return."""
+def revert(store: Store, correction_id: str, *, despite_load: bool = False) -> Correction:
+    """Undo a correction exactly: its added facts go, its removed facts return.
+    Refused while a load has not finished (``loads_finished``), unless ``despite_load``."""
     c = find(store, correction_id)
     log = store.need_corrections()
     if c.status == "reverted":
         raise CorrectionError(f"correction {correction_id} was reverted already ({c.reverted})")
+    if not despite_load:
+        loads_finished(store)
     # a later correction that changed nothing (every fact it added was there) never blocks
     made = {e for e, _ in c.named}
     later = [o for o in log.list() if o.status == "active" and o.created > c.created and (o.removed or o.added)

@@ -74,6 +74,10 @@ class CorrectionLog(Protocol):
     def has_fact(self, fact: Fact) -> bool:
         ...
 
+    def held(self, facts: Sequence[Fact]) -> set[Fact]:
+        """Those of ``facts`` that are in the KG (a few statements for many)."""
+        ...
+
     def apply(self, correction: Correction) -> Correction:
         """Make the change (removed facts go, added ones come) and record it, together."""
         ...
@@ -89,7 +93,10 @@ class CorrectionLog(Protocol):
 
 @dataclass
 class LoadCheckpoint:
-    """How far the load of one source got; ``complete`` once it is all in."""
+    """How far the load of one source got; ``complete`` once it is all in.
+    ``exact``: the load stopped at this checkpoint by itself (past its bad
+    lines' limit), so the store holds nothing of the lines after it; a load
+    killed, or failed while it wrote, may have written some of them."""
 
     path: str = ""
     lines: int = 0
@@ -97,16 +104,18 @@ class LoadCheckpoint:
     skipped: int = 0
     names: int = 0
     complete: bool = False
+    exact: bool = False
 
     def to_dict(self) -> dict:
         return {"path": self.path, "lines": self.lines, "triples": self.triples, "skipped": self.skipped,
-                "names": self.names, "complete": self.complete}
+                "names": self.names, "complete": self.complete, "exact": self.exact}
 
     @classmethod
     def from_dict(cls, d: dict | None) -> LoadCheckpoint:
         d = d or {}
         return cls(str(d.get("path") or ""), int(d.get("lines") or 0), int(d.get("triples") or 0),
-                   int(d.get("skipped") or 0), int(d.get("names") or 0), bool(d.get("complete")))
+                   int(d.get("skipped") or 0), int(d.get("names") or 0), bool(d.get("complete")),
+                   bool(d.get("exact")))
 
 
 class ByteStream(Protocol):

@@ -205,10 +205,10 @@ class _Job:
         self.sink.show(named.shown, self.sid)
         return self.sink.names(kept, self.sid)
 
-    def checkpoint(self, complete: bool = False) -> None:
+    def checkpoint(self, complete: bool = False, exact: bool = False) -> None:
         r = self.report
         self.sink.commit(self.sid, LoadCheckpoint(path=r.source, lines=r.lines, triples=r.triples, skipped=r.skipped,
-                                                  names=r.names, complete=complete))
+                                                  names=r.names, complete=complete, exact=exact))
 
     def commit(self, statements: int, lines: int, names: int, bad) -> None:
         """Record a written piece: bad lines, counts, then the checkpoint, which
@@ -226,7 +226,7 @@ class _Job:
         report.names += names
         report.triples += statements
         report.lines += lines
-        self.checkpoint()
+        self.checkpoint(exact=over is not None)  # (the load stops here: nothing past it is written)
         if over is not None:
             raise over
 

@@ -12,6 +12,7 @@ import json
 import os
 import itertools
 import random
+import re
 import sys
 import threading
 from pathlib import Path
@@ -291,12 +292,9 @@ class _Killed(BaseException):
     pass
 
 
-def test_a_load_killed_between_chunks_resumes_exactly(store_spec, tmp_path, monkeypatch):
-    lines = _lines(400)
-    lines += lines[:40]  # repeats across chunks
-    path = write_nt(tmp_path / "many.nt", lines)
-    kg = open_spec(store_spec, create=True)
-    sink = kg.need_sink()
+def _killed_at_third_commit(sink, path: Path, monkeypatch) -> None:
+    """Load ``path`` in chunks of 2 KB until the process "dies" as it
+    commits the third (the chunk's writes may be in; its checkpoint is not)."""
     calls = {"n": 0}
     original = type(sink).commit
 
@@ -310,11 +308,111 @@ def test_a_load_killed_between_chunks_resumes_exactly(store_spec, tmp_path, monk
     with pytest.raises(_Killed):
         load_file(sink, path, chunk_bytes=2048, segment_lines=100)
     monkeypatch.setattr(type(sink), "commit", original)
+
+
+def test_a_load_killed_between_chunks_resumes_exactly(store_spec, tmp_path, monkeypatch):
+    lines = _lines(400)
+    lines += lines[:40]  # repeats across chunks
+    path = write_nt(tmp_path / "many.nt", lines)
+    kg = open_spec(store_spec, create=True)
+    sink = kg.need_sink()
+    _killed_at_third_commit(sink, path, monkeypatch)
     partial = edges(kg)
     assert 0 < partial < 400
     report = load_file(sink, path, chunk_bytes=2048, segment_lines=100)
     assert report.resumed_from > 0
     assert edges(kg) == 400 and report.lines == 440
+
+
+def _fact(i: int, who: str = "s") -> tuple[str, str, str]:
+    """The fact of line ``i`` of ``_lines``."""
+    return iri(f"{who}{i}"), iri(f"r{i % 7}"), iri(f"o{i % 50}")
+
+
+def test_a_correction_is_refused_while_a_load_that_stopped_is_unfinished(store_spec, tmp_path, monkeypatch, tog):
+    """A stopped load's re-run writes its lines past the checkpoint again, and
+    the store may hold some of their facts already: a correction that took one
+    out would be undone unseen. `tog correct` and `corrections revert` refuse,
+    in one line, until the load has finished (or ``--despite-load``)."""
+    from engine.feedback import correct
+
+    first = write_nt(tmp_path / "first.nt", _lines(20, who="f"))
+    path = write_nt(tmp_path / "many.nt", _lines(400))
+    s = open_spec(store_spec, create=True)
+    load_file(s.need_sink(), first)
+    earlier = correct(s, [f"<{x}>|<{r}>|<{o}>" for x, r, o in [_fact(0, "f")]], [], "a load had finished")
+    sink = s.need_sink()
+    _killed_at_third_commit(sink, path, monkeypatch)
+    (stopped,) = [c for c in sink.loads() if not c.complete]
+    assert 0 < stopped.lines < 400
+    log = s.need_corrections()
+    held = [i for i in range(stopped.lines, 400) if log.has_fact(_fact(i))]  # written past the checkpoint
+    assert held or store_spec.startswith("bolt"), "the embedded store keeps a killed chunk's triples"
+    s.close()
+
+    i = held[0] if held else 0
+    fact = "|".join(f"<{x}>" for x in _fact(i))
+    said = tog("correct", "--remove", fact, "--reason", "wrong", "--store", store_spec)
+    assert said.exit_code == 1 and no_traceback(said), said.output
+    line = said.output.strip()
+    assert "\n" not in line and f"stopped at line {stopped.lines:,} before its end" in line, line
+    assert "tog load" in line and "nothing was changed" in line, line
+    said = tog("corrections", "revert", earlier.id, "--store", store_spec)
+    assert said.exit_code == 1 and f"stopped at line {stopped.lines:,}" in said.output, said.output
+    s = open_spec(store_spec)
+    assert s.need_corrections().has_fact(_fact(i)) and not s.need_corrections().has_fact(_fact(0, "f"))
+    assert [c.id for c in s.need_corrections().list()] == [earlier.id]
+    s.close()
+    if held:  # why it is refused: a correction made now is undone by the re-run
+        assert tog("correct", "--remove", fact, "--reason", "wrong", "--despite-load",
+                   "--store", store_spec).exit_code == 0
+        assert tog("load", path, "--store", store_spec, "--no-progress").exit_code == 0
+        s = open_spec(store_spec)
+        assert s.need_corrections().has_fact(_fact(i))  # written back
+        s.close()
+    else:
+        assert tog("load", path, "--store", store_spec, "--no-progress").exit_code == 0
+    said = tog("correct", "--remove", fact, "--reason", "wrong", "--store", store_spec)
+    assert said.exit_code == 0, said.output
+    assert tog("corrections", "revert", earlier.id, "--store", store_spec).exit_code == 0
+    s = open_spec(store_spec)
+    assert not s.need_corrections().has_fact(_fact(i)) and s.need_corrections().has_fact(_fact(0, "f"))
+    s.close()
+    # a load that stops by itself, past its bad lines' limit, stops at a checkpoint: it blocks nothing
+    broken = write_nt(tmp_path / "broken.nt", _lines(50, who="b") + ["not a triple"] * 3 + _lines(50, 50, "b"))
+    stopped = tog("load", broken, "--store", store_spec, "--no-progress", "--max-errors", "1")
+    assert stopped.exit_code == 1 and "broken.nt" in stopped.output, stopped.output
+    said = tog("correct", "--remove", "|".join(f"<{x}>" for x in _fact(7, "b")), "--reason", "r", "--store", store_spec)
+    assert said.exit_code == 0, said.output
+
+
+@pytest.mark.neo4j
+def test_a_correction_is_refused_beside_a_load_that_is_running(neo4j_store, tmp_path, tog):
+    """Beside a load that is running (on a server), a correction is refused too:
+    were the load killed, its re-run would write its later lines again."""
+    from engine.backends.neo4j.sink import Neo4jSink
+    from engine.store import LoadCheckpoint
+
+    path = write_nt(tmp_path / "few.nt", _lines(30))
+    assert tog("load", path, "--store", neo4j_store, "--no-progress").exit_code == 0
+    fact = "|".join(f"<{x}>" for x in _fact(3))
+    s = open_spec(neo4j_store)
+    running = Neo4jSink(s.kg.session)
+    running.resume("another.nt", ())
+    running.begin()
+    try:
+        running.write_ntriples("\n".join(_lines(5, who="a")).encode())
+        running.commit("another.nt", LoadCheckpoint(path="another.nt", lines=5, triples=5))
+        running._wait(0)  # (its writer thread commits it)
+        said = tog("correct", "--remove", fact, "--reason", "wrong", "--store", neo4j_store)
+        assert said.exit_code == 1 and no_traceback(said), said.output
+        assert "another.nt into " + neo4j_store + " is running (5 lines in so far)" in said.output, said.output
+        assert s.need_corrections().has_fact(_fact(3))
+        said = tog("correct", "--remove", fact, "--reason", "wrong", "--despite-load", "--store", neo4j_store)
+        assert said.exit_code == 0, said.output
+        assert not s.need_corrections().has_fact(_fact(3))
+    finally:
+        running.end()
 
 
 def _count(uri: str, query: str, **params) -> int:
@@ -1192,8 +1290,8 @@ def test_every_cypher_file_compiles_on_the_server(neo4j_store):
         "hubs_get": HUBS_GET,
         "pair_degree": render_cypher("pair_degree", type=odd),
         **{name: render_cypher(name, type=odd) for name in (  # statements that read by one type
-            "expand_out", "expand_in", "fact_exists", "fact_remove", "fact_add_entity", "fact_add_value",
-            "load_edges_merge")},
+            "expand_out", "expand_in", "fact_exists", "facts_held", "fact_remove", "fact_add_entity",
+            "fact_add_value", "load_edges_merge")},
         **{name: render_cypher(name, type=odd, then=cypher("sample_return")) for name in ("sample_out", "sample_in")},
         # ... and end two ways
         **{f"{name} kept here": render_cypher(name, type=odd, then=cypher("sample_kept_here"))
@@ -1621,3 +1719,72 @@ def test_warm_asks_offline_questions_from_named_entities_and_records_nothing(tog
     one = tog("warm", "--store", unique, "--questions", "1")
     assert one.exit_code == 0 and "warmed: 1 question in " in one.output, one.output
     assert "no runs yet" in tog("runs", "list", "--store", unique).output
+
+
+def test_a_store_an_older_tog_loaded_takes_its_stopped_load_for_one_killed(tmp_path, tog):
+    """An older tog's checkpoints do not tell a load that stopped by itself:
+    a view reads them as they are, the writer adds the column, and its
+    stopped load blocks a correction as a killed one would."""
+    import sqlite3
+
+    from engine.store import open_store
+
+    store = tmp_path / "old"
+    broken = write_nt(tmp_path / "broken.nt", _lines(20) + ["not a triple"] * 3)
+    assert tog("load", broken, "--store", store, "--no-progress", "--max-errors", "1").exit_code == 1
+    with sqlite3.connect(store / "index.sqlite") as db:  # as an older tog made the table
+        db.execute("ALTER TABLE loads DROP COLUMN exact")
+    view = open_store(store, read_only=True)
+    try:
+        (seen,) = view.kg.db.index.checkpoints()
+    finally:
+        view.close()
+    assert (seen["lines"], seen["complete"], seen["exact"]) == (23, False, False)
+    writer = open_store(store)
+    try:
+        (old,) = writer.need_sink().loads()
+    finally:
+        writer.close()
+    assert old.lines == 23 and not old.complete and not old.exact
+    said = tog("correct", "--remove", "|".join(f"<{x}>" for x in _fact(3)), "--reason", "r", "--store", store)
+    assert said.exit_code == 1 and "stopped at line 23 before its end" in said.output, said.output
+    with sqlite3.connect(store / "index.sqlite") as db:
+        assert "exact" in {row[1] for row in db.execute("PRAGMA table_info(loads)")}
+
+
+def test_a_load_that_writes_back_facts_corrections_took_out_says_so(store_spec, tmp_path, tog):
+    """A fact an active correction took out, which a later load writes back,
+    is named in one line after the load (a silent return would undo the
+    correction unseen); facts a later correction put back, or whose
+    correction was reverted, are not."""
+    year = '"1994"^^<http://www.w3.org/2001/XMLSchema#gYear>'
+    value = f"<{iri('s1')}> <{iri('year')}> {year} ."
+    others = [value, f"<{iri('s4')}> <{iri('knows')}> <{iri('s5')}> ."]  # (s4 and o4 stay when line 4 goes)
+    first = write_nt(tmp_path / "first.nt", _lines(20) + _lines(20, 50) + others)
+    assert tog("load", first, "--store", store_spec, "--no-progress").exit_code == 0
+
+    def fact(i: int) -> str:
+        return "|".join(f"<{x}>" for x in _fact(i))
+
+    def corrected(*args: str) -> str:
+        said = tog("correct", *args, "--reason", "r", "--store", store_spec)
+        assert said.exit_code == 0, said.output
+        return re.search(r"correction (\S+):", said.output).group(1)
+
+    c1 = corrected("--remove", fact(3), "--remove", fact(4), "--remove", f"<{iri('s1')}>|<{iri('year')}>|{year}")
+    corrected("--add", fact(4))  # put back by a later correction
+    c3 = corrected("--remove", fact(5))
+    assert tog("corrections", "revert", c3, "--store", store_spec).exit_code == 0
+    # the next file holds 3, 4, 5 and the value again, with new lines
+    more = write_nt(tmp_path / "more.nt", _lines(3, 3) + _lines(10, 100) + [value])
+    said = tog("load", more, "--store", store_spec, "--no-progress")
+    assert said.exit_code == 0 and no_traceback(said), said.output
+    notes = [x for x in said.stderr.splitlines() if "corrections took out" in x]
+    assert len(notes) == 1, said.stderr
+    assert notes[0].startswith("note: 2 facts that corrections took out are in the KG again"), notes
+    assert f"the first <{iri('s3')}>|<{iri('r3')}>|<{iri('o3')}> (correction {c1})" in notes[0], notes
+    assert "tog correct --remove" in notes[0]
+    assert tog("load", more, "--store", store_spec, "--no-progress").stderr.count("took out") == 0  # wrote nothing
+    c5 = corrected("--remove", fact(3))
+    again = tog("load", write_nt(tmp_path / "last.nt", _lines(3, 3)), "--store", store_spec, "--no-progress")
+    assert "note: 2 facts" in again.stderr and f"{iri('o3')}> (correction {c5})" in again.stderr, again.stderr

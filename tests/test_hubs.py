@@ -1481,6 +1481,15 @@ def test_neo4j_answers_the_same_from_bounded_reads(neo4j_store, loaded_hub, tmp_
     assert set(facts) == {"fact_exists", "fact_add_entity", "fact_remove"}
     hits = {name: _db_hits(neo4j_store, *statement) for name, statement in facts.items()}
     assert max(hits.values()) < 100, hits
+    # a load's look for the facts corrections took out reads as little, a type a statement
+    sent.clear()
+    linked = (iri("hub"), LINKS.id, got[0][0])
+    loop = (iri("hub"), LIKES.id, iri("hub"))
+    assert store.corrections.held([loop, linked, (iri("hub"), LINKS.id, iri("hub"))]) == {linked}
+    held = [(text, params) for text, params in sent if _statement(text) == "facts_held"]
+    assert len(held) == 2 and sorted(len(params["facts"]) for _, params in held) == [1, 2]
+    hits = [_db_hits(neo4j_store, *statement) for statement in held]
+    assert max(hits) < 100, hits
     # the look-ahead over `likes` (60,000 edges, all to the hub) reads its first edges only
     from engine.backends.common import SCHEMA_READ, SCHEMA_TAILS
     from engine.queries import cypher

@@ -17,6 +17,9 @@ from engine.graph import Correction, Fact, is_literal, literal_term, name_keys, 
 from engine.queries import cypher, cypher_name, render_cypher
 
 
+HELD_BATCH = 1000  # facts a statement of ``held``
+
+
 def stored(facts: Sequence[Fact]) -> list[Fact]:
     """``facts`` with their values in the form Neo4j keeps them
     (``stored_literal``): a record an older tog made may hold one as written."""
@@ -33,6 +36,17 @@ class Neo4jCorrections:
         ((s, r, o),) = stored([fact])
         rows = self.session.run_text(render_cypher("fact_exists", type=cypher_name(r)), s=s, o=o, literal=is_literal(o))
         return bool(rows and rows[0]["found"])
+
+    def held(self, facts: Sequence[Fact]) -> set[Fact]:
+        by_type: dict[str, list[dict]] = {}
+        for i, (s, r, o) in enumerate(stored(facts)):
+            by_type.setdefault(r, []).append({"i": i, "s": s, "o": o, "literal": is_literal(o)})
+        found: set[Fact] = set()
+        for r, rows in by_type.items():
+            text = render_cypher("facts_held", type=cypher_name(r))
+            for at in range(0, len(rows), HELD_BATCH):
+                found.update(facts[row["i"]] for row in self.session.run_text(text, facts=rows[at:at + HELD_BATCH]))
+        return found
 
     @staticmethod
     def _change(tx, correction_id: str | None, remove: Sequence[Fact],

@@ -47,6 +47,9 @@ class OxigraphCorrections:
     def has_fact(self, fact: Fact) -> bool:
         return self._holds(fact_quad(fact))
 
+    def held(self, facts: Sequence[Fact]) -> set[Fact]:
+        return {f for f in facts if self.has_fact(f)}
+
     def _holds(self, q: ox.Quad) -> bool:
         return next(iter(self.db.store.quads_for_pattern(q.subject, q.predicate, q.object, q.graph_name)), None) \
             is not None

@@ -49,12 +49,17 @@ NAMES_COUNTED = "names_counted"  # the setting that keeps ``count``'s answer
 class NameIndex:
     """Normalised name -> entity IRIs, plus checkpoints and settings."""
 
+    _loads_columns = "path, lines, triples, skipped, complete, names, exact"  # as ``_checkpoint`` reads them
+
     def __init__(self, path: Path | None, read_only: bool = False) -> None:
         # the loader may queue names from its indexing thread; never two at once
         self.read_only = read_only
         if read_only and path is not None:  # beside a writer (WAL: it sees what the writer committed)
             self.db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
                                       timeout=60)
+            columns = {row[1] for row in self.db.execute("PRAGMA table_info(loads)")}
+            if "exact" not in columns:  # (a store an older tog writes: it tells no exact stop)
+                self._loads_columns = self._loads_columns.replace("exact", "0")
             return
         self.db = sqlite3.connect(str(path) if path is not None else ":memory:", check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -66,6 +71,8 @@ class NameIndex:
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(loads)")}
         if "names" not in columns:  # a store made before loads counted names
             self.db.execute("ALTER TABLE loads ADD COLUMN names INTEGER NOT NULL DEFAULT 0")
+        if "exact" not in columns:  # a store made before loads said where they stopped by themselves
+            self.db.execute("ALTER TABLE loads ADD COLUMN exact INTEGER NOT NULL DEFAULT 0")
         self.db.execute(KEY_INDEX)
         self.db.execute(SHOWN_INDEX)
         self.db.commit()
@@ -202,26 +209,24 @@ class NameIndex:
     # -- checkpoints -----------------------------------------------------------
     def checkpoint(self, source: str) -> dict:
         row = self.db.execute(
-            "SELECT path, lines, triples, skipped, complete, names FROM loads WHERE source = ?", (source,)).fetchone()
-        if row is None:
-            return {}
-        return {"path": row[0], "lines": row[1], "triples": row[2], "skipped": row[3], "complete": bool(row[4]),
-                "names": row[5]}
+            f"SELECT {self._loads_columns} FROM loads WHERE source = ?", (source,)).fetchone()
+        return _checkpoint(row) if row is not None else {}
 
     def checkpoints(self) -> list[dict]:
         """Every source's checkpoint, by path."""
-        rows = self.db.execute("SELECT path, lines, triples, skipped, complete, names FROM loads ORDER BY path, source")
-        return [{"path": r[0], "lines": r[1], "triples": r[2], "skipped": r[3], "complete": bool(r[4]), "names": r[5]}
-                for r in rows]
+        rows = self.db.execute(f"SELECT {self._loads_columns} FROM loads ORDER BY path, source")
+        return [_checkpoint(r) for r in rows]
 
     def set_checkpoint(self, source: str, *, path: str, lines: int, triples: int, skipped: int,
-                       names: int = 0, complete: bool = False) -> None:
+                       names: int = 0, complete: bool = False, exact: bool = False) -> None:
         """Record progress and commit it together with the names queued since."""
         self.db.execute(
-            "INSERT INTO loads(source, path, lines, triples, skipped, complete, names) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "INSERT INTO loads(source, path, lines, triples, skipped, complete, names, exact) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(source) DO UPDATE SET path=excluded.path, lines=excluded.lines, "
-            "triples=excluded.triples, skipped=excluded.skipped, complete=excluded.complete, names=excluded.names",
-            (source, path, lines, triples, skipped, int(complete), names))
+            "triples=excluded.triples, skipped=excluded.skipped, complete=excluded.complete, names=excluded.names, "
+            "exact=excluded.exact",
+            (source, path, lines, triples, skipped, int(complete), names, int(exact)))
         self.db.commit()
 
     def rollback(self) -> None:
@@ -236,3 +241,9 @@ class NameIndex:
         self.db.execute("INSERT INTO settings(key, value) VALUES (?, ?) "
                         "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, json.dumps(value)))
         self.db.commit()
+
+
+def _checkpoint(row: tuple) -> dict:
+    """A ``loads`` row (path, lines, triples, skipped, complete, names, exact) as ``LoadCheckpoint.to_dict`` gives it."""
+    return {"path": row[0], "lines": row[1], "triples": row[2], "skipped": row[3], "complete": bool(row[4]),
+            "names": row[5], "exact": bool(row[6])}
