@@ -58,6 +58,7 @@ import hashlib
 import http.client
 import logging
 import os
+import re
 import socket
 import ssl
 import threading
@@ -242,6 +243,18 @@ def _without_comments(text: str) -> str:
 _DROPPED = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
+_RESULTS_BEGIN = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?sparql[\s>/]")
+_RESULTS_END = re.compile(rb"</(?:[A-Za-z_][\w.-]*:)?sparql\s*>\s*$")
+
+
+def _whole_results(data: bytes) -> bool:
+    """Whether an XML results document goes on to the close of its root. A
+    reply without a Content-Length is read until the connection closes, and
+    one cut at the end of an element still parses, as fewer rows. (A reply
+    that is no results document is left for ``_read_results`` to refuse.)"""
+    return not _RESULTS_BEGIN.search(data[:1024]) or bool(_RESULTS_END.search(data[-256:]))
+
+
 def _quick_ack(sock) -> None:
     """Acknowledge received TCP segments at once (Linux; elsewhere a no-op).
     The kernel turns this off again by itself, so it is set before each read."""
@@ -422,6 +435,8 @@ class SparqlGraph(SparqlReads):
             reused = getattr(self._local, "connection", None) is not None
             try:
                 status, data = self._post(body)
+                if status == 200 and not _whole_results(data):  # (read to the connection's close, and cut)
+                    raise http.client.IncompleteRead(data)
             except (http.client.HTTPException, OSError) as e:
                 self._hang_up()
                 if reused and isinstance(e, _DROPPED):
