@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from engine.errors import TogError
+from engine.errors import LoadError, TogError
 
 if TYPE_CHECKING:
     from engine.store import Store
@@ -252,6 +252,20 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
                 force=False, chunk_bytes=None, segment_lines=None, store=None) -> None:
     """Load each file through ``sink`` (an ``engine.store.BulkSink``) and print its summary;
     then, given the ``store``, say if the loads wrote back facts that its corrections took out."""
+    back = _written_back(store) if store is not None else None  # (those the KG held before these loads)
+    try:
+        _load_each(sink, files, fmt, delimiter, max_errors, name_predicates, name_langs, progress, force,
+                   chunk_bytes, segment_lines)
+    except LoadError:  # (what it wrote stays, and a re-run resumes)
+        if back is not None:
+            _note_written_back(store, back)
+        raise
+    if back is not None:
+        _note_written_back(store, back)
+
+
+def _load_each(sink, files, fmt, delimiter, max_errors, name_predicates, name_langs, progress, force, chunk_bytes,
+               segment_lines) -> None:
     from engine.graph import DEFAULT_NAME_PREDICATES
     from loaders.load import SEGMENT_LINES, load_file
 
@@ -259,7 +273,6 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
         progress = sys.stderr.isatty()
     langs = tuple(name_langs) if name_langs else ("en", "")
     preds = tuple(name_predicates) if name_predicates else DEFAULT_NAME_PREDICATES
-    wrote = False
     for f in files:
         report = load_file(sink, f, fmt=fmt, delimiter=delimiter, max_errors=max_errors,
                            name_predicates=preds, name_langs=langs, progress=progress, force=force,
@@ -267,7 +280,6 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
         if report.already_complete:
             echo(f"{f}: already loaded ({report.triples:,} triples); nothing to do (--force reads it again)")
             continue
-        wrote = True
         resumed = f", resumed at line {report.resumed_from:,}" if report.resumed_from else ""
         labels = f" ({report.names:,} of them name labels)" if report.format in ("delimited", "tsv", "csv") else ""
         long_names = f" ({report.unindexed:,} too long to index: shown, not linked)" if report.unindexed else ""
@@ -293,24 +305,34 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
     if summary is not None and summary.get("big_pairs_made"):
         echo(f"biggest pairs: {summary['big_pairs_made']:,} of more than {summary['sort_max']:,} edges sampled "
              f"(questions read their samples) in {summary['big_pairs_seconds']:.1f}s")
-    if store is not None and wrote:
-        _note_written_back(store)
 
 
-def _note_written_back(store) -> None:
-    """One line on stderr when the KG holds again facts that corrections took
-    out (a load wrote them back): how many, the first, and how to take them out."""
+def _written_back(store) -> set:
+    """The facts that corrections took out which the KG holds (a load wrote them back)."""
+    from engine.feedback import taken_out_again
+
+    return {f for f, _ in taken_out_again(store)}
+
+
+def _note_written_back(store, before: set) -> None:
+    """One line on stderr when the loads wrote back facts that corrections
+    took out (beyond those the KG held ``before``): how many, the first, and
+    how to take them out again."""
     from engine.feedback import taken_out_again
     from engine.graph import is_literal
     from engine.text import printable
 
-    back = taken_out_again(store)
+    back = [(f, cid) for f, cid in taken_out_again(store) if f not in before]
     if not back:
         return
     (s, r, o), cid = back[0]
     fact = printable(f"<{s}>|<{r}>|" + (o if is_literal(o) else f"<{o}>"))
+    if len(back) == 1:
+        echo(f"note: a fact that a correction took out is in the KG again (the load wrote it back): {fact} "
+             f"(correction {cid}); `tog correct --remove` takes it out again", err=True)
+        return
     echo(f"note: {len(back):,} facts that corrections took out are in the KG again (the load wrote them back), "
-         f"the first {fact} (correction {cid}): `tog correct --remove` takes them out again", err=True)
+         f"the first {fact} (correction {cid}); `tog correct --remove` takes them out again", err=True)
 
 
 @cli.command()

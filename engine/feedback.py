@@ -179,8 +179,9 @@ def loads_finished(store: Store) -> None:
     """CorrectionError when a load into ``store`` has not finished. Its re-run
     writes the lines past its checkpoint again, and the store may already hold
     some of their facts: a correction (or a revert) that took one out would be
-    undone, unseen. A load that stopped in its end (its lines all in), or
-    by itself at a checkpoint (past its bad lines' limit), blocks nothing."""
+    undone, unseen. A load whose last checkpoint says complete (stopped while
+    it summarised), or one that stopped by itself at a checkpoint (past its
+    bad lines' limit), blocks nothing."""
     if store.sink is None:
         return
     left = [c for c in store.sink.loads() if not c.complete and not c.exact]
@@ -190,16 +191,17 @@ def loads_finished(store: Store) -> None:
 
     from engine.text import printable
 
-    c = left[0]
-    path = printable(c.path)
-    more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
     if store.unfinished_load is not None and store.unfinished_load() == "running":
-        raise CorrectionError(f"a load of {path}{more} into {store.name} is running ({c.lines:,} lines in so far): "
-                              "correct once it ends, since a resumed run of it writes its later lines again and could "
-                              "undo the change; nothing was changed (--despite-load changes it now)")
+        raise CorrectionError(f"a load into {store.name} is running: correct once it ends, since a resumed run of it "
+                              "writes its later lines again and could undo the change; nothing was changed "
+                              "(--despite-load changes it now)")
+    c = left[0]
+    path = printable(c.path) if c.path else "a file"
+    more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
+    again = f"tog load {shlex.quote(path)} --store {shlex.quote(store.name)}" if c.path else "tog load"
     raise CorrectionError(f"a load of {path}{more} stopped at line {c.lines:,} before its end (killed, or failed): "
-                          f"finish it first (tog load {shlex.quote(path)} --store {shlex.quote(store.name)}), since "
-                          "its re-run writes the lines past that again and would undo the change; nothing was changed "
+                          f"finish it first ({again}, with the options it had), since its re-run writes the lines "
+                          "past that again and would undo the change; nothing was changed "
                           "(--despite-load changes it now)")
 
 
@@ -241,14 +243,17 @@ def taken_out_again(store: Store) -> list[tuple[Fact, str]]:
     correction's id, in the order of the corrections."""
     if store.corrections is None:
         return []
+    def same(f: Fact) -> Fact:  # (a record an older tog made may hold a value as written)
+        return (f[0], f[1], stored_id(f[2])) if is_literal(f[2]) else f
+
     out: dict[Fact, str] = {}
     for c in store.corrections.list():
         if c.status != "active":
             continue
         for f in c.removed:
-            out[f] = c.id
+            out[same(f)] = c.id
         for f in (*c.added, *c.kept):
-            out.pop(f, None)
+            out.pop(same(f), None)
     held = store.corrections.held(list(out)) if out else set()
     return [(f, cid) for f, cid in out.items() if f in held]
 

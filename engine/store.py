@@ -181,6 +181,12 @@ class BulkSink(Protocol):
         its checkpoint."""
         ...
 
+    def started(self, source: str, checkpoint: LoadCheckpoint) -> None:
+        """A load of ``source`` goes on from ``checkpoint``: recorded as not
+        finished (not complete, not exact) before anything is written, so a
+        load stopped before its first checkpoint is known as one."""
+        ...
+
     def begin(self) -> None:
         """A load starts (a sink may drop indexes or start writer threads)."""
         ...

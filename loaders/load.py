@@ -140,6 +140,9 @@ def load_file(
     places = {p: order.get(p, len(order) + i) for i, p in enumerate(name_predicates)}
     job = _Job(sink, path, fmt, sid, report, bar, places, tuple(name_langs), max_errors, delimiter, chunk_bytes,
                segment_lines)
+    # not finished until its last checkpoint, even if stopped before its first (a correction waits for it)
+    sink.started(sid, LoadCheckpoint(path=report.source, lines=done.lines, triples=done.triples, skipped=done.skipped,
+                                     names=done.names))
     sink.begin()
     try:
         if fmt in LINE_FORMATS:

@@ -406,7 +406,7 @@ def test_a_correction_is_refused_beside_a_load_that_is_running(neo4j_store, tmp_
         running._wait(0)  # (its writer thread commits it)
         said = tog("correct", "--remove", fact, "--reason", "wrong", "--store", neo4j_store)
         assert said.exit_code == 1 and no_traceback(said), said.output
-        assert "another.nt into " + neo4j_store + " is running (5 lines in so far)" in said.output, said.output
+        assert f"a load into {neo4j_store} is running: correct once it ends" in said.output, said.output
         assert s.need_corrections().has_fact(_fact(3))
         said = tog("correct", "--remove", fact, "--reason", "wrong", "--despite-load", "--store", neo4j_store)
         assert said.exit_code == 0, said.output
@@ -1734,12 +1734,13 @@ def test_a_store_an_older_tog_loaded_takes_its_stopped_load_for_one_killed(tmp_p
     assert tog("load", broken, "--store", store, "--no-progress", "--max-errors", "1").exit_code == 1
     with sqlite3.connect(store / "index.sqlite") as db:  # as an older tog made the table
         db.execute("ALTER TABLE loads DROP COLUMN exact")
+        db.execute("ALTER TABLE loads DROP COLUMN names")
     view = open_store(store, read_only=True)
     try:
         (seen,) = view.kg.db.index.checkpoints()
     finally:
         view.close()
-    assert (seen["lines"], seen["complete"], seen["exact"]) == (23, False, False)
+    assert (seen["lines"], seen["complete"], seen["exact"], seen["names"]) == (23, False, False, 0)
     writer = open_store(store)
     try:
         (old,) = writer.need_sink().loads()
@@ -1786,5 +1787,86 @@ def test_a_load_that_writes_back_facts_corrections_took_out_says_so(store_spec, 
     assert "tog correct --remove" in notes[0]
     assert tog("load", more, "--store", store_spec, "--no-progress").stderr.count("took out") == 0  # wrote nothing
     c5 = corrected("--remove", fact(3))
+    # only what this load wrote back: the value, back since the last load, is not said again
     again = tog("load", write_nt(tmp_path / "last.nt", _lines(3, 3)), "--store", store_spec, "--no-progress")
-    assert "note: 2 facts" in again.stderr and f"{iri('o3')}> (correction {c5})" in again.stderr, again.stderr
+    assert again.stderr.count("note: a fact that a correction took out is in the KG again (the load wrote it") == 1
+    assert f"back): <{iri('s3')}>|<{iri('r3')}>|<{iri('o3')}> (correction {c5});" in again.stderr, again.stderr
+
+
+def test_a_load_stopped_before_its_first_checkpoint_is_known_as_unfinished(store_spec, tmp_path, monkeypatch,
+                                                                         tog):
+    """A load writes before its first checkpoint: the embedded store reads a
+    whole N-Triples file in one bulk call, and a format read whole (Turtle)
+    has no checkpoint before its end. Stopped there, the load is known as
+    unfinished all the same, and a correction is refused until it is run
+    again; so is one after a re-run, stopped as early, of a load that had
+    stopped by itself at a checkpoint."""
+    turtle = tmp_path / "few.ttl"
+    turtle.write_text("".join(f"<{s}> <{r}> <{o}> .\n" for s, r, o in map(_fact, range(30))), encoding="utf-8")
+    s = open_spec(store_spec, create=True)
+    sink = s.need_sink()
+    write = type(sink).write
+
+    def dying(self, quads):
+        write(self, quads)
+        raise _Killed  # as if the process died right after its first write
+
+    monkeypatch.setattr(type(sink), "write", dying)
+    with pytest.raises(_Killed):
+        load_file(sink, turtle)
+    monkeypatch.undo()
+    s.close()
+    fact = "|".join(f"<{x}>" for x in _fact(3))
+    said = tog("correct", "--remove", fact, "--reason", "r", "--store", store_spec)
+    assert said.exit_code == 1 and "few.ttl stopped at line 0 before its end" in said.output, said.output
+    assert tog("load", turtle, "--store", store_spec, "--no-progress").exit_code == 0
+    assert tog("correct", "--remove", fact, "--reason", "r", "--store", store_spec).exit_code == 0
+
+    # a load that stopped by itself, run again and stopped before its next checkpoint
+    from engine.errors import LoadError
+
+    broken = write_nt(tmp_path / "broken.nt", _lines(50, who="b") + ["not a triple"] * 3 + _lines(50, 50, "b"))
+    s = open_spec(store_spec)
+    sink = s.need_sink()
+    with pytest.raises(LoadError):
+        load_file(sink, broken, max_errors=1, chunk_bytes=2048, segment_lines=100)
+    (stopped,) = [c for c in sink.loads() if not c.complete]
+    assert stopped.exact and 53 <= stopped.lines < 103
+    commit = type(sink).commit
+
+    def lost(self, source, checkpoint):
+        raise _Killed  # its writes are in, its checkpoint is not
+
+    monkeypatch.setattr(type(sink), "commit", lost)
+    with pytest.raises(_Killed):
+        load_file(sink, broken, max_errors=10, chunk_bytes=2048, segment_lines=100)
+    monkeypatch.setattr(type(sink), "commit", commit)
+    s.close()
+    said = tog("correct", "--remove", "|".join(f"<{x}>" for x in _fact(7, "b")), "--reason", "r", "--store", store_spec)
+    assert said.exit_code == 1 and f"broken.nt stopped at line {stopped.lines} before its end" in said.output, \
+        said.output
+
+
+def test_a_whole_file_bulk_load_stopped_before_its_checkpoint_is_unfinished(tmp_path, monkeypatch, tog):
+    """The embedded store's fast path reads a plain N-Triples file in one
+    bulk call, with one checkpoint at its end: killed inside it, the store
+    holds the file's facts, and the load is still known as unfinished."""
+    from engine.backends.oxigraph.sink import OxigraphNativeLoader
+
+    path = write_nt(tmp_path / "whole.nt", _lines(200))
+    s = open_spec(str(tmp_path / "store"), create=True)
+    load_path = OxigraphNativeLoader.load_path
+
+    def dying(self, file):
+        load_path(self, file)
+        raise _Killed
+
+    monkeypatch.setattr(OxigraphNativeLoader, "load_path", dying)
+    with pytest.raises(_Killed):
+        load_file(s.need_sink(), path)
+    monkeypatch.undo()
+    assert s.need_corrections().has_fact(_fact(3))  # written, with no checkpoint past line 0
+    s.close()
+    said = tog("correct", "--remove", "|".join(f"<{x}>" for x in _fact(3)), "--reason", "r",
+               "--store", tmp_path / "store")
+    assert said.exit_code == 1 and "whole.nt stopped at line 0 before its end" in said.output, said.output

@@ -244,7 +244,8 @@ _DROPPED = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeErro
 
 
 _RESULTS_BEGIN = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?sparql[\s>/]")
-_RESULTS_END = re.compile(rb"</(?:[A-Za-z_][\w.-]*:)?sparql\s*>\s*$")
+# the root's end tag, then only what XML allows after it: space, comments, processing instructions
+_RESULTS_END = re.compile(rb"</(?:[A-Za-z_][\w.-]*:)?sparql\s*>(?:\s|<!--.*?-->|<\?.*?\?>)*$", re.DOTALL)
 
 
 def _whole_results(data: bytes) -> bool:
@@ -252,7 +253,7 @@ def _whole_results(data: bytes) -> bool:
     reply without a Content-Length is read until the connection closes, and
     one cut at the end of an element still parses, as fewer rows. (A reply
     that is no results document is left for ``_read_results`` to refuse.)"""
-    return not _RESULTS_BEGIN.search(data[:1024]) or bool(_RESULTS_END.search(data[-256:]))
+    return not _RESULTS_BEGIN.search(data[:65536]) or bool(_RESULTS_END.search(data[-4096:]))
 
 
 def _quick_ack(sock) -> None:

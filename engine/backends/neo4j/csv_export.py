@@ -117,6 +117,9 @@ class Neo4jCsvExport(PendingWrites):
         if len(self._pending) >= 200_000:
             self._flush()
 
+    def started(self, source: str, checkpoint: LoadCheckpoint) -> None:
+        pass  # (a killed export starts over)
+
     def commit(self, source: str, checkpoint: LoadCheckpoint) -> None:
         self._flush()
         self._loads[source] = replace(checkpoint)

@@ -260,6 +260,10 @@ class Neo4jSink(PendingWrites):
             self._from[source] = 0
         return LoadCheckpoint.from_dict(self._checkpoint(source))
 
+    def started(self, source: str, checkpoint: LoadCheckpoint) -> None:
+        # (``resume`` joined the parts that follow on; those that do not are written again)
+        self.session.run("load_checkpoint_set", write=True, source=source, values=checkpoint.to_dict())
+
     def _checkpoint(self, source: str) -> dict:
         row = self.session.run("load_checkpoint_get", source=source)[0]
         done = _joined(row["checkpoint"], row["parts"])

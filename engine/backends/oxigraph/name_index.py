@@ -58,8 +58,9 @@ class NameIndex:
             self.db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
                                       timeout=60)
             columns = {row[1] for row in self.db.execute("PRAGMA table_info(loads)")}
-            if "exact" not in columns:  # (a store an older tog writes: it tells no exact stop)
-                self._loads_columns = self._loads_columns.replace("exact", "0")
+            for name in ("names", "exact"):  # (a store an older tog writes, without the writer's new columns)
+                if name not in columns:
+                    self._loads_columns = self._loads_columns.replace(name, "0")
             return
         self.db = sqlite3.connect(str(path) if path is not None else ":memory:", check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")

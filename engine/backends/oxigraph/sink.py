@@ -47,6 +47,9 @@ class OxigraphSink:
             self.db.index.forget(source)
         return LoadCheckpoint.from_dict(self.db.index.checkpoint(source))
 
+    def started(self, source: str, checkpoint: LoadCheckpoint) -> None:
+        self.db.index.set_checkpoint(source, **checkpoint.to_dict())
+
     def begin(self) -> None:
         if not self.began:
             self.began = True
