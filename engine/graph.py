@@ -402,7 +402,14 @@ NAME_MATCHES = 100
 def utc_now() -> str:
     """UTC now in ISO 8601 with microseconds and a ``Z`` (runs started in one
     second stay ordered; the text sorts as the time does)."""
-    return dt.datetime.now(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    return utc_text(dt.datetime.now(dt.timezone.utc))
+
+
+def utc_text(moment: dt.datetime) -> str:
+    """A UTC moment as ``utc_now`` writes it: always six digits of a second's
+    fraction, so that texts sort as the times do (``isoformat`` drops them
+    when they are all zero, and "…:24Z" sorts after "…:24.5Z")."""
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 # ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from engine.errors import QuestionError, StoreError, TogError, UnknownEntityError
-from engine.graph import KnowledgeGraph, Node, RunInfo, RunTree, utc_now
+from engine.graph import KnowledgeGraph, Node, RunInfo, RunTree, utc_now, utc_text
 from engine.linking import link, resolve
 from engine.pruning import Pruner
 from engine.reasoning import Answer, Reasoner
@@ -185,7 +185,7 @@ def cutoff(age: str) -> str:
         moment = dt.datetime.now(dt.timezone.utc) - parse_age(age)
     except OverflowError:
         raise ValueError(f"{age!r} reaches back before year 1") from None
-    return moment.isoformat().replace("+00:00", "Z")
+    return utc_text(moment)
 
 
 def since_ok(started: str, start: str) -> bool:

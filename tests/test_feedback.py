@@ -414,3 +414,30 @@ def test_a_correction_takes_a_relation_by_the_name_tog_entity_shows(tmp_path, to
     both = tog("correct", "--remove", "Quiz Film|film directed by|Ann Maker", "--reason", "r", "--store", store)
     assert both.exit_code == 1 and both.output.count("\n") == 1, both.output
     assert "names 2 relations" in both.output and "film.film.directed_by" in both.output, both.output
+
+
+def test_corrections_made_in_one_second_list_in_the_order_made(tmp_path, monkeypatch):
+    """A correction's time has six digits of its second always: one made at
+    a whole second (whose fraction ``isoformat`` leaves out) lists before one
+    made half a second later, and so is the later one a revert checks."""
+    import datetime as dt
+
+    import engine.feedback as feedback
+    from conftest import iri, write_nt
+    from engine.graph import utc_text
+    from loaders.load import load_file
+
+    store = open_store(tmp_path / "store", create=True)
+    lines = [f"<{iri('a')}> <{iri('r')}> <{iri(f'b{i}')}> ." for i in range(3)]
+    lines.append(f"<{iri('b0')}> <{iri('r')}> <{iri('a')}> .")  # (b0 stays when a's edge to it goes)
+    load_file(store.need_sink(), write_nt(tmp_path / "kg.nt", lines))
+    whole = dt.datetime(2026, 12, 7, 12, 0, 0, tzinfo=dt.timezone.utc)
+    moments = [whole, whole + dt.timedelta(microseconds=500_000)]
+    monkeypatch.setattr(feedback, "utc_now", lambda: utc_text(moments.pop(0)))
+    first = feedback.correct(store, [f"<{iri('a')}>|<{iri('r')}>|<{iri('b0')}>"], [], "first")
+    second = feedback.correct(store, [], [f"<{iri('a')}>|<{iri('r')}>|<{iri('b0')}>"], "second, later")
+    assert first.created < second.created
+    assert [c.id for c in store.need_corrections().list()] == [first.id, second.id]
+    with pytest.raises(feedback.CorrectionError, match=f"correction {second.id} changed the same facts later"):
+        feedback.revert(store, first.id)
+    store.close()
