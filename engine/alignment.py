@@ -41,6 +41,10 @@ _CO = re.compile(r"\bco-(?=[a-z]{3,})|\bco(?=(?:star|wr[io]|direct|produc|author
 KIND_WEIGHT = 0.5
 SOFT_THRESHOLD = 0.5  # word similarity (wordllama) at which a question word counts as a relation's word
 IDLE_WEIGHT = 0.5  # what a relation that explains nothing costs, in question words
+# questions whose models (and the memo of every chain each scored) are kept: the search, pruner and
+# reasoner of a question share one, and an eval's few questions at once (--concurrency) theirs; kept
+# for 1,024 questions, the memos grew an eval by about 4 MB a question, to 4 GB
+MODELS_KEPT = 16
 
 
 def _matches(qterm: str, rterm: str) -> bool:
@@ -237,7 +241,7 @@ class QuestionModel:
         return max(0.0, raw) / (self.size + 0.25)
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=MODELS_KEPT)
 def _model(question: str, topic_names: tuple[str, ...], soft: bool = False) -> QuestionModel:
     body = strip_mentions(question, list(topic_names), placeholder=f" {TOPIC} ")
     # what is shared: the words next to "share"/"same"/"also", or the verb of "co-wrote"

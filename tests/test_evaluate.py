@@ -358,3 +358,21 @@ def test_malformed_tog_records_are_clear_errors(tmp_path, record, message):
         list(read_questions(path))
     path.write_text(json.dumps([{"question": "q", "Parses": ["odd", {"Answers": [{"EntityName": "A"}]}]}]))
     assert next(iter(read_questions(path))).answers == ["A"]
+
+
+def test_an_eval_keeps_the_models_of_a_few_questions_only(tmp_path, tog, loaded_store):
+    """Each question's model keeps a memo of every chain it scored (MBs on a
+    graph with hubs). An eval keeps the models of its last few questions,
+    not of a thousand: memory stays flat as the questions go by."""
+    from engine.alignment import MODELS_KEPT, _model
+
+    _model.cache_clear()
+    path = tmp_path / "many.jsonl"
+    asked = 3 * MODELS_KEPT
+    path.write_text("".join(json.dumps({"question": f"what is the {i}th film like [Harbor Lights]",
+                                        "answers": ["Bea Star"], "topic_entities": ["Harbor Lights"]}) + "\n"
+                            for i in range(asked)), encoding="utf-8")
+    result = tog("eval", path, "--store", loaded_store, "--out", tmp_path / "out.jsonl", "--no-record")
+    assert result.exit_code == 0, result.output
+    info = _model.cache_info()
+    assert info.misses >= asked and info.currsize <= MODELS_KEPT, info
