@@ -858,6 +858,8 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
     the same settings, question file and store)."""
     from engine.evaluate import check_identity, evaluate, file_fingerprint, read_questions, summary_path, write_report
 
+    if out.resolve() == Path(file).resolve():
+        raise click.ClickException(f"--out {out} is the question file: give the answers a file of their own")
     questions = list(read_questions(file, types))
     if not questions:
         raise click.ClickException(f"{file}: no questions in it (one per line: text, a tab, answers separated by |; "
@@ -881,7 +883,8 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
             gone = s.runs.delete(expired(s))
             if gone:
                 echo(f"removed {gone} eval run(s) past their retention (rated runs and runs with corrections stay)")
-        check_identity(out, {"settings": engine.describe(), "store": s.name,
+        where = s.name if "://" in s.name else str(Path(s.name).resolve())  # (a folder however it was spelled)
+        check_identity(out, {"settings": engine.describe(), "store": where,
                              "questions": {"file": file.name, "sha256": file_fingerprint(file)}},
                        restart)
         summary = evaluate(questions, lambda q: engine.answer_row(s, q), out, progress=progress,

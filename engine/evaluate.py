@@ -212,15 +212,44 @@ def check_identity(out: Path, identity: dict, restart: bool = False) -> None:
     if restart:
         for f in (out, summary_path(out), kept):
             f.unlink(missing_ok=True)
-    if kept.exists() and out.exists() and out.stat().st_size:
+    if out.exists() and out.stat().st_size:
+        _own_rows(out)
         try:
             before = json.loads(kept.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             before = None
-        if isinstance(before, dict) and before != identity:
+        if not isinstance(before, dict):
+            raise TogError(f"{out} holds answers without a readable record of how they were made ({kept.name}); "
+                           "--restart to start over, or another --out")
+        before = _same_store(before, identity)
+        if before != identity:
             raise TogError(f"{out} holds answers made otherwise ({identity_changes(before, identity)}); resume "
                            "with the same settings, or --restart to start over, or another --out")
     kept.write_text(json.dumps(identity, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _own_rows(out: Path) -> None:
+    """TogError unless every whole line of ``out`` is an answer ``tog eval``
+    wrote (a torn line is answered again)."""
+    with out.open(encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, 1):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if not (isinstance(row, dict) and "id" in row and "hit_lenient" in row):
+                raise TogError(f"{out} line {n} is not an answer of tog eval: give another --out (or --restart to "
+                               "replace the file)")
+
+
+def _same_store(before: dict, now: dict) -> dict:
+    """``before`` with its store spelled as in ``now`` when both name the same
+    local folder (a relative path from here, or a path with ``..``)."""
+    a, b = before.get("store"), now.get("store")
+    if isinstance(a, str) and isinstance(b, str) and a != b and "://" not in a + b \
+            and Path(a).expanduser().resolve() == Path(b).expanduser().resolve():
+        return {**before, "store": b}
+    return before
 
 
 def file_fingerprint(path: Path) -> str:

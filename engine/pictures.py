@@ -15,6 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from engine.graph import PathRecord, RunTree
+from engine.text import printable
 
 MAX_CHILDREN = 12   # children drawn per node; the rest become one "… N more" node
 COL, ROW = 250, 46  # layout grid in pixels
@@ -99,6 +100,13 @@ def _layout(nodes: list[_Node]) -> tuple[float, float]:
     return width, height
 
 
+def _e(text: object) -> str:
+    """Data as HTML/SVG text: markup escaped, and control characters (an
+    escape sequence, a bell, a bidi override in a name) written as ``\\uXXXX``,
+    so a file opened in a terminal or an editor shows them, not obeys them."""
+    return html.escape(printable(str(text)))
+
+
 def _short(text: str, limit: int = 28) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -108,7 +116,7 @@ def svg(tree: RunTree, corrected: dict[str, str] | None = None) -> str:
     nodes = _nodes(tree, corrected or {})
     width, height = _layout(nodes)
     where = {n.id: n for n in nodes}
-    e = html.escape
+    e = _e
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
              f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="sans-serif" font-size="11">',
              f"<title>{e(tree.info.question)}</title>"]
@@ -149,7 +157,7 @@ def mermaid(tree: RunTree, corrected: dict[str, str] | None = None) -> str:
     nodes = _nodes(tree, corrected or {})
 
     def q(text: str) -> str:  # Mermaid's entity codes; a line break would end the statement
-        text = " ".join(text.split())
+        text = printable(" ".join(text.split()))
         for ch, code in (("#", "#35;"), ("&", "#amp;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;")):
             text = text.replace(ch, code)
         return text
@@ -174,7 +182,7 @@ def html_page(tree: RunTree, corrected: dict[str, str] | None = None, gold: list
               hit: bool | None = None) -> str:
     """A standalone HTML page: question, answer, cited paths, feedback, the
     tree; with ``gold`` (an evaluation's), the gold answers and whether it was a hit."""
-    info, e = tree.info, html.escape
+    info, e = tree.info, _e
     by_id = {p.id: p for p in tree.paths}
 
     def verbalise(pid: str) -> str:
@@ -236,7 +244,7 @@ h1 {{ font-size: 20px; margin: 0 0 8px; }}
 def _gold_line(gold: list[str] | None, hit: bool | None) -> str:
     if gold is None:
         return ""
-    e = html.escape
+    e = _e
     mark = "" if hit is None else (' · <span style="color:#2E9C78">hit</span>' if hit
                                    else ' · <span style="color:#C0392B">miss</span>')
     return f'<p class="meta" id="gold">Gold: {e(" | ".join(map(str, gold))) or "<i>none</i>"}{mark}</p>'
@@ -253,13 +261,13 @@ def _settings_line(settings: dict) -> str:
         parts.append(f"relation descriptions {settings['relation_descriptions']}")
     if settings.get("soft_match"):
         parts.append("soft match")
-    return f'<p id="settings">Settings: {html.escape(", ".join(map(str, parts)))}.</p>'
+    return f'<p id="settings">Settings: {_e(", ".join(map(str, parts)))}.</p>'
 
 
 def report_page(title: str, summary: dict, rows: list[dict], links: dict[str, str]) -> str:
     """A standalone HTML report of an evaluation: accuracy overall and per type,
     LLM usage, and one row per question linking to its run's picture."""
-    e = html.escape
+    e = _e
 
     def pct(x: float) -> str:
         return f"{100 * x:.1f}%"

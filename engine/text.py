@@ -122,8 +122,10 @@ def focus_terms(question: str) -> frozenset[str]:
     return frozenset()
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+# C0 and C1 codes, and the bidirectional overrides and isolates (U+202A-E, U+2066-9), which reorder
+# what a terminal shows after them ("Trojan Source")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape(m: re.Match) -> str:
@@ -132,8 +134,9 @@ def _escape(m: re.Match) -> str:
 
 def printable(text: str) -> str:
     """``text`` with every control character (newlines, escape sequences,
-    carriage returns, C1 codes) written as ``\\uXXXX``: a name from the data
-    can neither move the cursor, retitle the terminal nor forge a line."""
+    carriage returns, C1 codes, bidi overrides) written as ``\\uXXXX``: a name
+    from the data can neither move the cursor, retitle the terminal, reorder
+    what follows it nor forge a line."""
     return _CONTROL.sub(_escape, text)
 
 

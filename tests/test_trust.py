@@ -77,6 +77,39 @@ def test_names_with_control_characters_never_reach_the_terminal_raw(tog, tmp_pat
     assert outputs[3].exit_code == 1 and len(outputs[3].output.strip().splitlines()) == 1
 
 
+def test_control_characters_never_reach_written_pictures_or_reports_raw(tog, tmp_path):
+    """The run pictures (html, svg, mermaid) and an eval's report are read in
+    terminals and editors too: a name's escape sequence, bell or bidi
+    override is written escaped there as on the screen."""
+    import json
+
+    kb = tmp_path / "kb.nt"
+    escaped = HOSTILE.replace("\u001b", "\\u001B").replace("\u0007", "\\u0007").replace("\n", "\\n")
+    kb.write_text(f'<urn:e:1> <http://www.w3.org/2000/01/rdf-schema#label> "Quiet Film" .\n'
+                  f'<urn:e:2> <http://www.w3.org/2000/01/rdf-schema#label> "{escaped}\\u202Eeman" .\n'
+                  f'<urn:e:1> <urn:r:directed_by> <urn:e:2> .\n', encoding="utf-8")
+    store = tmp_path / "s"
+    assert tog("load", kb, "--store", store).exit_code == 0
+    assert tog("ask", "who directed [Quiet Film]", "--store", store).exit_code == 0
+    written = []
+    for fmt in ("html", "svg", "mermaid"):
+        out = tmp_path / f"run.{fmt}"
+        assert tog("runs", "show", "last", "--store", store, "--format", fmt, "--output", out).exit_code == 0
+        written.append(out)
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "q\u0007\u202e1", "question": "who directed [Quiet Film]\u001b[2J",
+                                     "answers": [HOSTILE]}) + "\n", encoding="utf-8")
+    report = tmp_path / "report.html"
+    result = tog("eval", questions, "--store", store, "--out", tmp_path / "out.jsonl", "--report", report)
+    assert result.exit_code == 0, result.output
+    written += [report, *sorted((tmp_path / "report_runs").glob("*.html"))]
+    assert len(written) == 5
+    for f in written:
+        text = f.read_text(encoding="utf-8")
+        assert not set(text) & {"\u001b", "\u0007", "\u202e"}, (f.name, text[:300])
+    assert "pwned" in written[0].read_text(encoding="utf-8") and "\\u202e" in written[3].read_text(encoding="utf-8")
+
+
 @pytest.mark.neo4j
 def test_a_hostile_relation_label_reaches_browsers_style_sheet_escaped(tog, tmp_path, neo4j_store):
     escaped = HOSTILE.replace("\u001b", "\\u001B").replace("\u0007", "\\u0007").replace("\n", "\\n")
@@ -204,6 +237,37 @@ def test_eval_refuses_to_resume_with_other_settings_or_questions(tog, tmp_path):
                 "--limit", "2", "--restart")
     assert again.exit_code == 0, again.output
     assert len(out.read_text(encoding="utf-8").splitlines()) == 2
+
+
+def test_eval_keeps_only_its_own_answers_in_its_results(tog, tmp_path, monkeypatch):
+    """A results file is resumed only as what it is: answers `tog eval` made
+    with the same settings on the same store, however that store's folder is
+    spelled. The question file itself, a file of other lines, or answers
+    whose record of settings is gone are refused in one line, unchanged."""
+    from conftest import METAQA, no_traceback
+
+    monkeypatch.chdir(tmp_path)
+    assert tog("load", METAQA / "kb.txt", "--store", "kb").exit_code == 0
+    out = tmp_path / "results.jsonl"
+    assert tog("eval", METAQA / "questions.txt", "--store", "kb", "--out", out, "--limit", "2").exit_code == 0
+    resumed = tog("eval", METAQA / "questions.txt", "--store", tmp_path / "kb", "--out", out, "--limit", "3")
+    assert resumed.exit_code == 0, resumed.output  # the same folder, spelled otherwise
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 3
+    own = tmp_path / "own.txt"
+    own.write_text((METAQA / "questions.txt").read_text(encoding="utf-8"), encoding="utf-8")
+    before = own.read_text(encoding="utf-8")
+    refused = [tog("eval", own, "--store", "kb", "--out", own)]
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text('[1, 2]\n{"id": "x"}\n', encoding="utf-8")
+    refused.append(tog("eval", METAQA / "questions.txt", "--store", "kb", "--out", foreign))
+    (tmp_path / "results.jsonl.identity.json").unlink()
+    refused.append(tog("eval", METAQA / "questions.txt", "--store", "kb", "--out", out, "--width", "5"))
+    for result, said in zip(refused, ("is the question file", "line 1 is not an answer of tog eval",
+                                      "without a readable record of how they were made")):
+        assert result.exit_code in (1, 2) and no_traceback(result), result.output
+        assert said in result.output and len(result.output.strip().splitlines()) == 1, result.output
+    assert own.read_text(encoding="utf-8") == before and foreign.read_text(encoding="utf-8").startswith("[1, 2]")
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 3
 
 
 def test_eval_runs_expire_unless_rated_and_runs_list_filters(tog, tmp_path):
