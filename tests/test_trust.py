@@ -57,14 +57,21 @@ def test_runs_a_killed_process_left_running_are_marked_failed(tog, tmp_path):
 HOSTILE = "Evil\u001b]0;pwned\u0007 Film\nanswer: forged line"
 
 
-def test_names_with_control_characters_never_reach_the_terminal_raw(tog, tmp_path):
+def _hostile_store(tog, tmp_path, name: str = HOSTILE):
+    """A store where "Quiet Film" was directed by someone named ``name``."""
     kb = tmp_path / "kb.nt"
-    escaped = HOSTILE.replace("\u001b", "\\u001B").replace("\u0007", "\\u0007").replace("\n", "\\n")
+    escaped = name.replace("\u001b", "\\u001B").replace("\u0007", "\\u0007").replace("\n", "\\n")
+    escaped = escaped.replace("\u202e", "\\u202E")
     kb.write_text(f'<urn:e:1> <http://www.w3.org/2000/01/rdf-schema#label> "Quiet Film" .\n'
                   f'<urn:e:2> <http://www.w3.org/2000/01/rdf-schema#label> "{escaped}" .\n'
                   f'<urn:e:1> <urn:r:directed_by> <urn:e:2> .\n', encoding="utf-8")
     store = tmp_path / "s"
     assert tog("load", kb, "--store", store).exit_code == 0
+    return store
+
+
+def test_names_with_control_characters_never_reach_the_terminal_raw(tog, tmp_path):
+    store = _hostile_store(tog, tmp_path)
     outputs = [tog("ask", "who directed [Quiet Film]", "--store", store),
                tog("runs", "show", "last", "--store", store),
                tog("runs", "list", "--store", store),
@@ -83,13 +90,7 @@ def test_control_characters_never_reach_written_pictures_or_reports_raw(tog, tmp
     override is written escaped there as on the screen."""
     import json
 
-    kb = tmp_path / "kb.nt"
-    escaped = HOSTILE.replace("\u001b", "\\u001B").replace("\u0007", "\\u0007").replace("\n", "\\n")
-    kb.write_text(f'<urn:e:1> <http://www.w3.org/2000/01/rdf-schema#label> "Quiet Film" .\n'
-                  f'<urn:e:2> <http://www.w3.org/2000/01/rdf-schema#label> "{escaped}\\u202Eeman" .\n'
-                  f'<urn:e:1> <urn:r:directed_by> <urn:e:2> .\n', encoding="utf-8")
-    store = tmp_path / "s"
-    assert tog("load", kb, "--store", store).exit_code == 0
+    store = _hostile_store(tog, tmp_path, HOSTILE + "\u202eeman")
     assert tog("ask", "who directed [Quiet Film]", "--store", store).exit_code == 0
     written = []
     for fmt in ("html", "svg", "mermaid"):
