@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from engine.errors import LLMError, StoreError, TogError
 from engine.graph import KnowledgeGraph, name_key
+from engine.text import printable
 
 if TYPE_CHECKING:
     from engine.runs import AskResult
@@ -44,8 +45,19 @@ def read_questions(path: str | Path, types: str | Path | None = None) -> Iterato
 
     ``types``: an optional file with one question type per line, in the same
     order (MetaQA's ``qa_*_qtype.txt``).  Raises :class:`TogError` when the
-    file cannot be read; bad lines raise with their line number.
+    file cannot be read; bad lines raise with their line number, and so does
+    an id given to two questions (a resume would answer only one of them).
     """
+    seen: dict[str, int] = {}
+    for n, q in enumerate(_questions(path, types), start=1):
+        if q.id in seen:
+            raise TogError(f"{path}: questions {seen[q.id]:,} and {n:,} have the same id {printable(q.id)!r}; "
+                           "give each its own")
+        seen[q.id] = n
+        yield q
+
+
+def _questions(path: str | Path, types: str | Path | None = None) -> Iterator[Question]:
     from loaders.base import open_binary
 
     path = Path(path)

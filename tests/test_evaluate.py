@@ -376,3 +376,15 @@ def test_an_eval_keeps_the_models_of_a_few_questions_only(tmp_path, tog, loaded_
     assert result.exit_code == 0, result.output
     info = _model.cache_info()
     assert info.misses >= asked and info.currsize <= MODELS_KEPT, info
+
+
+def test_two_questions_with_one_id_are_refused(tmp_path):
+    """Results are kept by id: of two questions with one id (``5`` and
+    ``"5"`` read alike), a resume would answer only the first."""
+    f = tmp_path / "dup.jsonl"
+    f.write_text(json.dumps({"id": 5, "question": "who directed [Quiz Game]", "answers": ["R"]}) + "\n"
+                 + json.dumps({"id": "x", "question": "what year was [Quiz Game] released", "answers": ["1994"]}) + "\n"
+                 + json.dumps({"id": "5", "question": "who wrote [Quiz Game]", "answers": ["W"]}) + "\n",
+                 encoding="utf-8")
+    with pytest.raises(TogError, match="questions 1 and 3 have the same id '5'"):
+        list(read_questions(f))
