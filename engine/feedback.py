@@ -31,6 +31,7 @@ from engine.graph import (
     literal_term,
     local_name,
     relation_text,
+    stored_fact,
     stored_id,
     utc_now,
 )
@@ -243,17 +244,14 @@ def taken_out_again(store: Store) -> list[tuple[Fact, str]]:
     correction's id, in the order of the corrections."""
     if store.corrections is None:
         return []
-    def same(f: Fact) -> Fact:  # (a record an older tog made may hold a value as written)
-        return (f[0], f[1], stored_id(f[2])) if is_literal(f[2]) else f
-
     out: dict[Fact, str] = {}
     for c in store.corrections.list():
         if c.status != "active":
             continue
         for f in c.removed:
-            out[same(f)] = c.id
+            out[stored_fact(f)] = c.id
         for f in (*c.added, *c.kept):
-            out.pop(same(f), None)
+            out.pop(stored_fact(f), None)
     held = store.corrections.held(list(out)) if out else set()
     return [(f, cid) for f, cid in out.items() if f in held]
 

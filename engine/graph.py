@@ -376,6 +376,13 @@ def stored_id(node_id: str) -> str:
     return str(stored_literal(literal_term(node_id)))
 
 
+def stored_fact(fact: Fact) -> Fact:
+    """``fact`` with a literal object in the form the stores keep it (a
+    correction record an older tog made may hold one as written)."""
+    s, r, o = fact
+    return (s, r, stored_id(o)) if is_literal(o) else fact
+
+
 def stored_text(term: ox.Literal) -> str:
     """``stored_literal``'s text: a name as the KG gives it back."""
     return stored_literal(term).value

@@ -13,7 +13,7 @@ from engine.backends.common import sample_hash
 from engine.backends.neo4j.kg import refresh_summaries
 from engine.backends.neo4j.session import Neo4jSession
 from engine.backends.neo4j.sink import SOLE_LOAD, WRITER_KEYS, literal_parts
-from engine.graph import Correction, Fact, is_literal, literal_term, name_keys, stored_id
+from engine.graph import Correction, Fact, is_literal, literal_term, name_keys, stored_fact
 from engine.queries import cypher, cypher_name, render_cypher
 
 
@@ -21,9 +21,8 @@ HELD_BATCH = 1000  # facts a statement of ``held``
 
 
 def stored(facts: Sequence[Fact]) -> list[Fact]:
-    """``facts`` with their values in the form Neo4j keeps them
-    (``stored_literal``): a record an older tog made may hold one as written."""
-    return [(s, r, stored_id(o) if is_literal(o) else o) for s, r, o in facts]
+    """``facts`` with their values in the form Neo4j keeps them (``stored_fact``)."""
+    return [stored_fact(f) for f in facts]
 
 
 class Neo4jCorrections:
