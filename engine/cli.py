@@ -61,8 +61,8 @@ def _fail_cleanly(fn):
 
             raise click.ClickException(printable(redact(str(e)))) from e
         except OSError as e:
-            if not _BESIDE_WRITER or os.environ.get("TOG_TRACEBACK"):
-                raise
+            if not _BESIDE_WRITER or isinstance(e, BrokenPipeError) or os.environ.get("TOG_TRACEBACK"):
+                raise  # (click ends quietly when the reader of the output went: `tog info | head`)
             # the writer may compact files away under a read-only view: a retry reads the new ones
             raise click.ClickException(f"reading {_BESIDE_WRITER[0]} while another process writes it failed "
                                        f"({type(e).__name__}); run the command again") from e

@@ -95,7 +95,7 @@ def _questions(path: str | Path, types: str | Path | None = None) -> Iterator[Qu
                 answers = [answers]
             elif not isinstance(answers, list):
                 raise TogError(f"{path}:{n}: 'answers' must be a list of names")
-            topics = obj.get("topic_entities") or []
+            topics = obj.get("topic_entities") or obj.get("topics") or []
             if not isinstance(topics, list):
                 topics = [topics]
             yield Question(str(obj.get("id", _line_id(stem, n, question))), question, [str(a) for a in answers],

@@ -15,6 +15,7 @@ from engine.graph import NAME_MATCHES, KnowledgeGraph, LazyMapping, Node, local_
 from engine.text import STOPWORDS
 
 MAX_NGRAM = 8
+TOPIC_HINT = "mark it like [Tom Hanks] or name it (`tog ask --topic`, or `topic_entities` in a question file)"  # (in `ask` and in an eval's rows alike)
 _BRACKET = re.compile(r"\[([^\]]+)\]")
 
 
@@ -126,7 +127,7 @@ def link(kg: KnowledgeGraph, question: str, topics: Sequence[str] = ()) -> list[
     if not out:
         why = f" ({common[0]!r} names more than {NAME_MATCHES:,} entities: too common to start from)" if common else ""
         raise QuestionError(
-            f"found no entity of the store in the question{why}; mark it like [Tom Hanks] or pass --topic")
+            f"found no entity of the store in the question{why}; {TOPIC_HINT}")
     return _unique(out)
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from engine.errors import QuestionError, StoreError, TogError, UnknownEntityError
 from engine.graph import KnowledgeGraph, Node, RunInfo, RunTree, utc_now, utc_text
-from engine.linking import link, resolve
+from engine.linking import TOPIC_HINT, link, resolve
 from engine.pruning import Pruner
 from engine.reasoning import Answer, Reasoner
 from engine.search import BASELINES, Recorder, SearchConfig, SearchResult, search
@@ -154,7 +154,7 @@ def _topics(kg: KnowledgeGraph, question: str, topics: Sequence[str], llm) -> li
             continue  # a name the KG does not hold
     if not nodes:
         raise QuestionError("neither the name index nor the LLM found an entity of the store in the question; "
-                            "mark it like [Tom Hanks] or pass --topic")
+                            + TOPIC_HINT)
     return list({n.id: n for n in nodes}.values())
 
 

@@ -477,3 +477,22 @@ def test_relations_lists_every_relation_with_its_count_on_each_backend(tog, stor
     assert got == dict(kb)
     text = tog("relations", "--store", store_spec).output
     assert "starred actors" in text and "<urn:tog:r:starred_actors>" in text
+
+
+def test_a_closed_output_beside_a_writer_is_not_blamed_on_the_writer(tog, kg_file, store_path):
+    """`tog info | head` while another process writes the store: the reader
+    of the output went away, which is no failure to read the store."""
+    from engine.store import open_store
+
+    assert tog("load", kg_file, "--store", store_path).exit_code == 0
+    writer = open_store(store_path)  # (holds the store: the command reads it as a view)
+    try:
+        proc = subprocess.Popen([str(VENV_BIN / "tog"), "info", "--store", str(store_path)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env_without_traceback(), cwd=REPO)
+        proc.stdout.close()  # the pipe's reader is gone before the first line
+        _, err = proc.communicate(timeout=120)
+    finally:
+        writer.close()
+    said = err.decode()
+    assert "in use by another process" in said and "while another process writes it" not in said, said
+    assert "Traceback" not in said, said

@@ -113,6 +113,10 @@ def test_jsonl_reader(tmp_path):
     ]) + "\n", encoding="utf-8")
     a, b = read_questions(f)
     assert (a.id, a.answers, a.topics, a.type) == ("a", ["Rita Director"], ["Quiz Game"], "movie_to_director")
+    f.write_text(json.dumps({"question": "who directed it", "answers": ["R"], "topics": ["Quiz Game"]}) + "\n",
+                 encoding="utf-8")
+    (c,) = read_questions(f)
+    assert c.topics == ["Quiz Game"]  # "topics" is read as topic_entities
     assert (b.id.rsplit("-", 1)[0], b.answers, b.topics, b.type) == ("qs-2", ["1994"], [], None)
 
 

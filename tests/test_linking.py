@@ -100,8 +100,11 @@ def test_empty_question(store, question):
 
 
 def test_question_without_any_entity(store):
-    with pytest.raises(QuestionError, match="mark it like"):
+    """The error names both ways to give a topic: `ask --topic`, and a
+    question file's topic_entities (an eval has no --topic)."""
+    with pytest.raises(QuestionError, match="mark it like") as e:
         link(store.kg, "who directed the best film ever")
+    assert "tog ask --topic" in str(e.value) and "topic_entities" in str(e.value)
 
 
 def test_a_name_of_punctuation_only_is_linkable(tmp_path):
