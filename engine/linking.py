@@ -15,7 +15,8 @@ from engine.graph import NAME_MATCHES, KnowledgeGraph, LazyMapping, Node, local_
 from engine.text import STOPWORDS
 
 MAX_NGRAM = 8
-TOPIC_HINT = "mark it like [Tom Hanks] or name it (`tog ask --topic`, or `topic_entities` in a question file)"  # (in `ask` and in an eval's rows alike)
+# how to give a question its topic, said in `ask` and in an eval's rows alike
+TOPIC_HINT = "mark it like [Tom Hanks] or name it (`tog ask --topic`, or `topic_entities` in a question file)"
 _BRACKET = re.compile(r"\[([^\]]+)\]")
 
 

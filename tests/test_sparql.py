@@ -1441,7 +1441,8 @@ def test_warm_asks_its_questions_of_an_endpoint(endpoint, tog, tmp_path, monkeyp
 
 
 EMPTY = b'<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#"><head/><results/></sparql>'
-NONE_COUNTED = (b'<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#"><head><variable name="n"/>'
+NONE_COUNTED = (b'<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#">'
+                b'<head><variable name="n"/>'
                 b'</head><results><result><binding name="n"><literal>0</literal></binding></result></results></sparql>')
 
 

@@ -245,6 +245,7 @@ class NameIndex:
 
 
 def _checkpoint(row: tuple) -> dict:
-    """A ``loads`` row (path, lines, triples, skipped, complete, names, exact) as ``LoadCheckpoint.to_dict`` gives it."""
+    """A ``loads`` row (path, lines, triples, skipped, complete, names,
+    exact) as ``LoadCheckpoint.to_dict`` gives it."""
     return {"path": row[0], "lines": row[1], "triples": row[2], "skipped": row[3], "complete": bool(row[4]),
             "names": row[5], "exact": bool(row[6])}
