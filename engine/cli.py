@@ -856,6 +856,7 @@ def runs_prune(store, older_than, expired) -> None:
 def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, restart, keep_runs, **options) -> None:
     """Answer every question of FILE and score the answers (resumable with
     the same settings, question file and store)."""
+    from engine.errors import StoreBusyError
     from engine.evaluate import check_identity, evaluate, file_fingerprint, read_questions, summary_path, write_report
 
     if out.resolve() == Path(file).resolve():
@@ -875,12 +876,16 @@ def evaluate_cmd(file, store, out, types, limit, concurrency, report, progress, 
             parse_age(keep_runs)
         except ValueError as e:
             raise click.ClickException(f"--keep-runs: {e} (or `{KEEP_FOREVER}`)") from None
-    with _settings(options).open(concurrency) as engine, _open(store) as s:
+    settings = _settings(options)
+    with settings.open(concurrency) as engine, _open(store, reading=not settings.record) as s:
         _note_server(s)
         engine.adopt(s)
         if s.runs is not None:
             engine.tags = {"origin": "eval", "keep": keep_runs}
-            gone = s.runs.delete(expired(s))
+            try:
+                gone = s.runs.delete(expired(s))
+            except StoreBusyError:  # a view beside another process's writes (--no-record): they wait
+                gone = 0
             if gone:
                 echo(f"removed {gone} eval run(s) past their retention (rated runs and runs with corrections stay)")
         where = s.name if "://" in s.name else str(Path(s.name).resolve())  # (a folder however it was spelled)

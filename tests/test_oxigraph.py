@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pyoxigraph as ox
 import pytest
 from conftest import (
@@ -277,6 +279,48 @@ def test_kept_flag_can_change(store):
     assert only.kept is False
 
 
+def test_kept_flag_can_change_in_a_run_another_opening_started(store, store_path):
+    store.runs.start(RunInfo(id="r4", question="q", started="2024-05-01T10:00:00Z"))
+    close_graph(store)
+    again = open_graph(store_path)  # knows nothing of what r4 wrote: it looks
+    p = PathRecord("p0", 0, iri("quiz"), "Quiz Game", kept=True)
+    again.runs.record_step("r4", [p])
+    close_graph(again)
+    last = open_graph(store_path)
+    p.kept = False
+    last.runs.record_step("r4", [p])
+    (only,) = last.runs.get("r4").paths
+    assert only.kept is False
+
+
+def test_an_eval_does_not_flush_the_store_a_question(store, store_path, monkeypatch):
+    """A run's end flushes at most every few seconds (a flush is 20-30 ms, a
+    question in an eval a few): the write-ahead log holds every finished run for
+    a view beside the writer, and for the next opening (a kill is tested in
+    test_trust.py)."""
+    from engine.backends.oxigraph.database import Database
+
+    flushes = []
+    real = Database.flush
+    monkeypatch.setattr(Database, "flush", lambda db: (flushes.append(1), real(db))[1])
+    for i in range(20):
+        info = RunInfo(id=f"e{i:02}", question=f"question {i}", started="2024-05-01T10:00:00Z")
+        store.runs.start(info)
+        store.runs.record_step(info.id, _paths())
+        info.status, info.answer, info.finished = "done", [str(i)], "2024-05-01T10:00:01Z"
+        store.runs.finish(info)
+    assert len(flushes) <= 1
+    view = open_store(store_path, read_only=True)
+    try:
+        assert sorted((r.id, r.status) for r in view.runs.list()) == [(f"e{i:02}", "done") for i in range(20)]
+        assert view.runs.get("e19").paths == _paths()
+    finally:
+        view.close()
+    close_graph(store)
+    assert len(flushes) >= 1  # closing flushes
+    assert len(open_graph(store_path).runs.list()) == 20
+
+
 def test_unknown_run(store):
     with pytest.raises(UnknownRunError, match="nope"):
         store.runs.get("nope")
@@ -322,3 +366,36 @@ def test_custom_name_predicate_is_never_offered(tmp_path):
     g = load_into(tmp_path / "store", f, name_predicates=(foaf,))[0].kg
     assert g.labels([iri("z")]) == {iri("z"): "Zora Zed"}  # foaf:name is a name here
     assert g.relations([iri("z")])[iri("z")] == [Relation(iri("born_in"), "out")]
+
+
+def test_a_run_the_disk_refuses_fails_in_one_line(store, store_path):
+    """A step the store cannot write (the disk full) is a StoreError naming
+    the run and the store, which `tog` prints as one line; the run ends failed."""
+    db = store.runs.db
+    real = db.store
+
+    class Full:  # the disk filled up under the path nodes of one run
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def extend(self, quads):
+            quads = list(quads)
+            if any(re.match(r"<urn:tog:run:full/", str(q.subject)) for q in quads):
+                raise OSError(28, "No space left on device")
+            real.extend(quads)
+
+    db.store = Full()
+    try:
+        for rid in ("full", "fine"):
+            store.runs.start(RunInfo(id=rid, question="q", started="2024-05-01T10:00:00Z"))
+        with pytest.raises(StoreError, match=r"^cannot write run full to .*: No space left on device$"):
+            store.runs.record_step("full", _paths()[:1])
+        store.runs.record_step("fine", _paths()[:1])
+        for rid, status in (("full", "failed"), ("fine", "done")):
+            store.runs.finish(RunInfo(id=rid, question="q", started="2024-05-01T10:00:00Z", status=status))
+    finally:
+        db.store, real = real, None  # (the store's one reference again: closing it lets go of its lock)
+    close_graph(store)
+    again = open_graph(store_path)
+    assert {r.id: r.status for r in again.runs.list()} == {"full": "failed", "fine": "done"}
+    assert again.runs.get("fine").paths == _paths()[:1] and again.runs.get("full").paths == []

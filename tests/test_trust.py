@@ -393,6 +393,13 @@ def test_reading_commands_work_while_another_process_writes_the_store(tog, tmp_p
         assert "Robert Redford" in json.loads(asked.stdout)["answer"]
         later = json.loads(tog("runs", "list", "--store", store, "--json").stdout)
         assert len(later) > len(ids)  # a new view sees what the writer has written since
+        qfile = tmp_path / "q.txt"
+        qfile.write_text("who directed [Quiz Show]\tRobert Redford\n", encoding="utf-8")
+        scored = tog("eval", qfile, "--store", store, "--out", tmp_path / "o.jsonl", "--no-record")
+        assert scored.exit_code == 0, scored.output
+        assert "reading it as it is now" in scored.stderr and "hits@1 1.000" in scored.stdout
+        refused = tog("eval", qfile, "--store", store, "--out", tmp_path / "o2.jsonl")  # it would record
+        assert refused.exit_code == 1 and "in use by another process" in refused.output and no_traceback(refused)
         # what would write is refused in one line, and says what to do
         recorded = tog("ask", "who directed [Quiz Show]", "--store", store)
         assert recorded.exit_code == 1 and no_traceback(recorded)

@@ -26,6 +26,7 @@ from engine.errors import StoreBusyError, StoreError
 from engine.graph import DEFAULT_NAME_PREDICATES, Meter
 
 _FLUSH_LOCK = threading.Lock()  # see Database.flush
+FLUSH_EVERY = 5.0  # seconds between the flushes of Database.flush_soon
 
 
 def _drop_stale_views(views: Path) -> None:
@@ -76,7 +77,8 @@ class Database:
             if "lock" in str(e).lower():
                 raise StoreBusyError(f"the store at {path} is in use by another process (an embedded store "
                                      "opens for writing in one process at a time; what only reads works "
-                                     "beside it: runs list/show, info, entity, relations, ask --no-record)") from e
+                                     "beside it: runs list/show, info, entity, relations, ask and eval with "
+                                     "--no-record)") from e
             raise StoreError(f"cannot open the store at {path}: {e}") from e
         self.index = NameIndex(path / "index.sqlite" if path is not None else None, read_only=self.read_only)
         # the summaries have a connection of their own: a load's names wait
@@ -93,6 +95,7 @@ class Database:
         self.summaries = Summaries(summary_db, persist=not self.read_only)
         self._name_predicates: tuple[str, ...] | None = None
         self.generation = 0  # one more after each load: what was asked of the KG once is asked again
+        self._flushed = time.monotonic()
 
     _view_dir: Path | None = None
 
@@ -172,6 +175,16 @@ class Database:
             return
         with _FLUSH_LOCK:
             self.store.flush()
+            self._flushed = time.monotonic()
+
+    def flush_soon(self) -> None:
+        """``flush`` unless the last one is less than ``FLUSH_EVERY`` seconds
+        old (a run's end: one a question in an eval).  Every write is in
+        RocksDB's write-ahead log at once, so a killed process loses none and
+        a read-only view reads it; a flush only writes the table files a
+        machine crash cannot take, for 20-30 ms, and ``close`` flushes."""
+        if time.monotonic() - self._flushed >= FLUSH_EVERY:
+            self.flush()
 
     # -- settings ---------------------------------------------------------------
     @property

@@ -6,13 +6,14 @@ SPARQL-endpoint backend keeps its runs in one of these, in a local store.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
 
 import pyoxigraph as ox
 
 from engine.backends.common import natural
 from engine.backends.oxigraph.database import Database
-from engine.errors import UnknownRunError
+from engine.errors import StoreError, UnknownRunError
 from engine.graph import PathRecord, RunInfo, RunTree, literal_term
 from engine.queries import sparql
 
@@ -26,6 +27,11 @@ def vocab(name: str) -> ox.NamedNode:
     return ox.NamedNode(VOCAB + name)
 
 
+# a path node's predicates (made once: a question around a hub writes 1,800 path nodes)
+PATH, DEPTH, AT, NAME, KEPT, LITERAL, ROOT, PARENT, RELATION, DIRECTION, VIA, SCORE = (vocab(n) for n in (
+    "Path", "depth", "at", "name", "kept", "literal", "root", "parent", "relation", "direction", "via", "score"))
+
+
 def _term(node_id: str, literal: bool) -> ox.NamedNode | ox.Literal:
     return literal_term(node_id) if literal else ox.NamedNode(node_id)
 
@@ -33,6 +39,15 @@ def _term(node_id: str, literal: bool) -> ox.NamedNode | ox.Literal:
 def _text(term: object) -> str:
     """The lexical form of a literal object (what the run log writes)."""
     return term.value if isinstance(term, ox.Literal) else str(term)
+
+
+@contextmanager
+def _writing(run_id: str, db: Database) -> Iterator[None]:
+    """A run's write that the disk refuses (full, gone) as one line."""
+    try:
+        yield
+    except OSError as e:
+        raise StoreError(f"cannot write run {run_id} to {db.name}: {e.strerror or e}") from e
 
 
 def _no_run(run_id: str) -> UnknownRunError:
@@ -44,6 +59,9 @@ class OxigraphRunLog:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        # the path ids each run this process is writing has written: a search
+        # writes new paths at each step, so only these can have kept flags to replace
+        self._written: dict[str, set[str]] = {}
 
     def _graph(self, run_id: str) -> ox.NamedNode:
         try:
@@ -54,14 +72,16 @@ class OxigraphRunLog:
     def start(self, run: RunInfo) -> None:
         self.db.writable()
         g = self._graph(run.id)
-        self.db.store.extend([
-            ox.Quad(g, RDF_TYPE, vocab("Run"), g),
-            ox.Quad(g, vocab("question"), ox.Literal(run.question), g),
-            ox.Quad(g, vocab("started"), ox.Literal(run.started, datatype=ox.NamedNode(XSD + "dateTime")), g),
-            ox.Quad(g, vocab("status"), ox.Literal(run.status), g),
-            ox.Quad(g, vocab("method"), ox.Literal(run.method), g),
-            ox.Quad(g, vocab("config"), ox.Literal(json.dumps(run.config, sort_keys=True)), g),
-        ])
+        with _writing(run.id, self.db):
+            self.db.store.extend([
+                ox.Quad(g, RDF_TYPE, vocab("Run"), g),
+                ox.Quad(g, vocab("question"), ox.Literal(run.question), g),
+                ox.Quad(g, vocab("started"), ox.Literal(run.started, datatype=ox.NamedNode(XSD + "dateTime")), g),
+                ox.Quad(g, vocab("status"), ox.Literal(run.status), g),
+                ox.Quad(g, vocab("method"), ox.Literal(run.method), g),
+                ox.Quad(g, vocab("config"), ox.Literal(json.dumps(run.config, sort_keys=True)), g),
+            ])
+        self._written[run.id] = set()
 
     def record_step(self, run_id: str, paths: Sequence[PathRecord]) -> None:
         self.db.writable()
@@ -71,39 +91,42 @@ class OxigraphRunLog:
         for p in paths:
             node = ox.NamedNode(f"{RUN_PREFIX}{run_id}/{p.id}")
             quads += [
-                ox.Quad(node, RDF_TYPE, vocab("Path"), g),
-                ox.Quad(node, vocab("depth"), ox.Literal(p.depth), g),
-                ox.Quad(node, vocab("at"), _term(p.entity, p.literal), g),
-                ox.Quad(node, vocab("name"), ox.Literal(p.name), g),
-                ox.Quad(node, vocab("kept"), ox.Literal(p.kept), g),
-                ox.Quad(node, vocab("literal"), ox.Literal(p.literal), g),
+                ox.Quad(node, RDF_TYPE, PATH, g),
+                ox.Quad(node, DEPTH, ox.Literal(p.depth), g),
+                ox.Quad(node, AT, _term(p.entity, p.literal), g),
+                ox.Quad(node, NAME, ox.Literal(p.name), g),
+                ox.Quad(node, KEPT, ox.Literal(p.kept), g),
+                ox.Quad(node, LITERAL, ox.Literal(p.literal), g),
             ]
             if p.parent is None:
-                quads.append(ox.Quad(g, vocab("root"), node, g))
+                quads.append(ox.Quad(g, ROOT, node, g))
             else:
-                quads.append(ox.Quad(node, vocab("parent"), ox.NamedNode(f"{RUN_PREFIX}{run_id}/{p.parent}"), g))
+                quads.append(ox.Quad(node, PARENT, ox.NamedNode(f"{RUN_PREFIX}{run_id}/{p.parent}"), g))
             if p.relation is not None:
-                quads.append(ox.Quad(node, vocab("relation"), ox.NamedNode(p.relation), g))
-                quads.append(ox.Quad(node, vocab("direction"), ox.Literal(p.direction or "out"), g))
+                quads.append(ox.Quad(node, RELATION, ox.NamedNode(p.relation), g))
+                quads.append(ox.Quad(node, DIRECTION, ox.Literal(p.direction or "out"), g))
             if p.via:
-                quads.append(ox.Quad(node, vocab("via"), ox.Literal(" ".join(p.via)), g))
+                quads.append(ox.Quad(node, VIA, ox.Literal(" ".join(p.via)), g))
             if p.score is not None:
-                quads.append(ox.Quad(node, vocab("score"), ox.Literal(float(p.score)), g))
+                quads.append(ox.Quad(node, SCORE, ox.Literal(float(p.score)), g))
         # kept flags may change between steps (a path kept at depth 1 can be
         # dropped later): replace the old values of the nodes we rewrite.
-        for p in paths:
-            node = ox.NamedNode(f"{RUN_PREFIX}{run_id}/{p.id}")
-            for q in list(store.quads_for_pattern(node, vocab("kept"), None, g)):
-                store.remove(q)
-        store.extend(quads)
+        written = self._written.get(run_id)
+        with _writing(run_id, self.db):
+            for p in paths:
+                if written is None or p.id in written:  # (a run another opening started: look)
+                    node = ox.NamedNode(f"{RUN_PREFIX}{run_id}/{p.id}")
+                    for q in list(store.quads_for_pattern(node, KEPT, None, g)):
+                        store.remove(q)
+            store.extend(quads)
+        if written is not None:
+            written.update(p.id for p in paths)
 
     def finish(self, run: RunInfo) -> None:
         self.db.writable()
+        self._written.pop(run.id, None)
         g = self._graph(run.id)
         store = self.db.store
-        for pred in ("status", "answer", "stats", "finished"):
-            for q in list(store.quads_for_pattern(g, vocab(pred), None, g)):
-                store.remove(q)
         quads = [
             ox.Quad(g, vocab("status"), ox.Literal(run.status), g),
             ox.Quad(g, vocab("answer"), ox.Literal(json.dumps(run.answer)), g),
@@ -112,8 +135,12 @@ class OxigraphRunLog:
         if run.finished:
             quads.append(ox.Quad(g, vocab("finished"),
                                  ox.Literal(run.finished, datatype=ox.NamedNode(XSD + "dateTime")), g))
-        store.extend(quads)
-        self.db.flush()
+        with _writing(run.id, self.db):
+            for pred in ("status", "answer", "stats", "finished"):
+                for q in list(store.quads_for_pattern(g, vocab(pred), None, g)):
+                    store.remove(q)
+            store.extend(quads)
+            self.db.flush_soon()  # (each write is in RocksDB's log already: see Database.flush_soon)
 
     def fail_interrupted(self) -> int:
         """Mark the runs still ``running`` as ``failed``: called when the store
