@@ -6,8 +6,8 @@ SPARQL-endpoint backend keeps its runs in one of these, in a local store.
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import pyoxigraph as ox
 
