@@ -399,3 +399,37 @@ def test_a_run_the_disk_refuses_fails_in_one_line(store, store_path):
     again = open_graph(store_path)
     assert {r.id: r.status for r in again.runs.list()} == {"full": "failed", "fine": "done"}
     assert again.runs.get("fine").paths == _paths()[:1] and again.runs.get("full").paths == []
+
+
+def test_a_big_step_is_written_a_bounded_number_of_paths_at_a_time(store, monkeypatch):
+    """One transaction held a whole step: 0.5M quads for a wide, deep question
+    around a hub (see OxigraphRunLog.record_step)."""
+    import engine.backends.oxigraph.runs as runs_module
+
+    monkeypatch.setattr(runs_module, "STEP_PATHS", 3)
+    db = store.runs.db
+    real = db.store
+    sizes = []
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def extend(self, quads):
+            quads = list(quads)
+            sizes.append(len({q.subject for q in quads if str(q.subject).startswith("<urn:tog:run:big/")}))
+            real.extend(quads)
+
+    paths = [PathRecord(f"p{i}", 1, iri("quiz"), f"Path {i}", parent=None, kept=i % 2 == 0) for i in range(7)]
+    store.runs.start(RunInfo(id="big", question="q", started="2024-05-01T10:00:00Z"))
+    db.store = Counting()
+    try:
+        store.runs.record_step("big", paths)
+        assert sizes == [3, 3, 1]
+        for p in paths:
+            p.kept = not p.kept
+        store.runs.record_step("big", paths)  # the kept flags replaced, chunk by chunk
+    finally:
+        db.store, real = real, None
+    got = {p.id: p.kept for p in store.runs.get("big").paths}
+    assert got == {f"p{i}": i % 2 == 1 for i in range(7)}
