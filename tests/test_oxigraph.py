@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 
 import pyoxigraph as ox
 import pytest
@@ -368,24 +369,36 @@ def test_custom_name_predicate_is_never_offered(tmp_path):
     assert g.relations([iri("z")])[iri("z")] == [Relation(iri("born_in"), "out")]
 
 
-def test_a_run_the_disk_refuses_fails_in_one_line(store, store_path):
-    """A step the store cannot write (the disk full) is a StoreError naming
-    the run and the store, which `tog` prints as one line; the run ends failed."""
-    db = store.runs.db
+@contextmanager
+def _writes_through(db, extend):
+    """The store's ``extend`` as ``extend(store, quads)`` says (what a disk
+    does under it); everything else as it is."""
     real = db.store
 
-    class Full:  # the disk filled up under the path nodes of one run
+    class Through:
         def __getattr__(self, name):
             return getattr(real, name)
 
         def extend(self, quads):
-            quads = list(quads)
-            if any(re.match(r"<urn:tog:run:full/", str(q.subject)) for q in quads):
-                raise OSError(28, "No space left on device")
-            real.extend(quads)
+            extend(real, list(quads))
 
-    db.store = Full()
+    db.store = Through()
     try:
+        yield
+    finally:
+        db.store, real = real, None  # (the store's one reference again: closing it lets go of its lock)
+
+
+def test_a_run_the_disk_refuses_fails_in_one_line(store, store_path):
+    """A step the store cannot write (the disk full) is a StoreError naming
+    the run and the store, which `tog` prints as one line; the run ends failed."""
+
+    def full(real, quads):  # the disk filled up under the path nodes of one run
+        if any(re.match(r"<urn:tog:run:full/", str(q.subject)) for q in quads):
+            raise OSError(28, "No space left on device")
+        real.extend(quads)
+
+    with _writes_through(store.runs.db, full):
         for rid in ("full", "fine"):
             store.runs.start(RunInfo(id=rid, question="q", started="2024-05-01T10:00:00Z"))
         with pytest.raises(StoreError, match=r"^cannot write run full to .*: No space left on device$"):
@@ -393,8 +406,6 @@ def test_a_run_the_disk_refuses_fails_in_one_line(store, store_path):
         store.runs.record_step("fine", _paths()[:1])
         for rid, status in (("full", "failed"), ("fine", "done")):
             store.runs.finish(RunInfo(id=rid, question="q", started="2024-05-01T10:00:00Z", status=status))
-    finally:
-        db.store, real = real, None  # (the store's one reference again: closing it lets go of its lock)
     close_graph(store)
     again = open_graph(store_path)
     assert {r.id: r.status for r in again.runs.list()} == {"full": "failed", "fine": "done"}
@@ -407,29 +418,19 @@ def test_a_big_step_is_written_a_bounded_number_of_paths_at_a_time(store, monkey
     import engine.backends.oxigraph.runs as runs_module
 
     monkeypatch.setattr(runs_module, "STEP_PATHS", 3)
-    db = store.runs.db
-    real = db.store
     sizes = []
 
-    class Counting:
-        def __getattr__(self, name):
-            return getattr(real, name)
-
-        def extend(self, quads):
-            quads = list(quads)
-            sizes.append(len({q.subject for q in quads if str(q.subject).startswith("<urn:tog:run:big/")}))
-            real.extend(quads)
+    def counting(real, quads):
+        sizes.append(len({q.subject for q in quads if str(q.subject).startswith("<urn:tog:run:big/")}))
+        real.extend(quads)
 
     paths = [PathRecord(f"p{i}", 1, iri("quiz"), f"Path {i}", parent=None, kept=i % 2 == 0) for i in range(7)]
     store.runs.start(RunInfo(id="big", question="q", started="2024-05-01T10:00:00Z"))
-    db.store = Counting()
-    try:
+    with _writes_through(store.runs.db, counting):
         store.runs.record_step("big", paths)
         assert sizes == [3, 3, 1]
         for p in paths:
             p.kept = not p.kept
         store.runs.record_step("big", paths)  # the kept flags replaced, chunk by chunk
-    finally:
-        db.store, real = real, None
     got = {p.id: p.kept for p in store.runs.get("big").paths}
     assert got == {f"p{i}": i % 2 == 1 for i in range(7)}
