@@ -236,6 +236,7 @@ def ask_strictly(client: LLMClient, messages: list[dict], read, *, temperature: 
 
 
 MAX_RELATIONS_SHOWN = 24   # per beam path; a hub's longer list is pre-ranked by the offline scorer
+MAX_RELATIONS_STEP = 144   # per step, six entities' worth: a name 100 entities share had made 16 calls of one step
 MAX_ENTITIES_SHOWN = 48    # per call
 
 
@@ -303,13 +304,14 @@ class LLMPruner:
             per_path: dict[str, list[int]] = {}
             for i, c in enumerate(choices):
                 per_path.setdefault(c.path.tail.id, []).append(i)
-            if all(len(v) <= MAX_RELATIONS_SHOWN for v in per_path.values()):
+            if len(choices) <= MAX_RELATIONS_STEP and all(len(v) <= MAX_RELATIONS_SHOWN for v in per_path.values()):
                 return list(range(len(choices)))
             offline = self.offline.score_relations(question, choices)
-            keep: set[int] = set()
-            for found in per_path.values():
-                keep.update(sorted(found, key=lambda i: -offline[i])[:MAX_RELATIONS_SHOWN])
-            return sorted(keep)
+            # each entity's best relations; past MAX_RELATIONS_STEP in all (the topics of a name many
+            # entities share), every entity's best first, then every entity's second best, and so on
+            ranked = [(rank, -offline[i], i) for found in per_path.values()
+                      for rank, i in enumerate(sorted(found, key=lambda i: -offline[i])[:MAX_RELATIONS_SHOWN])]
+            return sorted(i for _, _, i in sorted(ranked)[:MAX_RELATIONS_STEP])
         if len(choices) <= MAX_ENTITIES_SHOWN:
             return list(range(len(choices)))
         offline = self.offline.score_entities(question, choices)

@@ -372,3 +372,42 @@ def test_a_model_pruning_entities_keeps_the_tails_that_go_on(tog, env, tmp_path)
                     if "north_league -> has team -> ..." in r["body"]["messages"][-1]["content"]]
         assert listings and all(x.split("has team -> ...\n", 1)[1].startswith("1. team_07\n") for x in listings)
     assert all(x.rstrip().endswith(". team_04") for x in listings)  # the rest in the sample order: team_07 was last
+
+
+def test_a_name_many_entities_share_is_shown_to_the_model_in_one_call_each_entity_by_its_best(tog, env, tmp_path):
+    """Forty entities are named Blue River, each with thirty relations: the
+    question's topic is all of them (alternatives of one mention). Shown
+    whole (24 relations each) that first step had taken several calls of a
+    4,096-token model; at most MAX_RELATIONS_STEP relations are shown, each
+    entity's best (by the offline scorer) first, so every namesake is
+    shown, and the one that flows into a lake with the relation the
+    question asks for."""
+    from conftest import RDFS_LABEL, iri, write_nt
+
+    from engine.agent import MAX_RELATIONS_STEP
+
+    words = ["borders", "named_after", "mapped_by", "surveyed_in", "crossed_by", "dammed_by", "fished_by",
+             "painted_by", "sung_by", "owned_by", "studied_by", "visited_by", "guarded_by", "cleaned_by",
+             "measured_by", "bridged_by", "photographed_by", "described_by", "renamed_by", "sailed_by",
+             "charted_by", "walked_by", "listed_in", "feeds", "drains", "shades", "waters", "floods",
+             "freezes_in", "dries_in"]
+    lines = []
+    for i in range(40):
+        lines.append(f'<{iri(f"river{i}")}> <{RDFS_LABEL}> "Blue River" .')
+        lines += [f'<{iri(f"river{i}")}> <{iri(w)}> <{iri(f"thing{i}_{j}")}> .' for j, w in enumerate(words)]
+    lines += [f'<{iri("river29")}> <{iri("flows_into")}> <{iri("lake")}> .',
+              f'<{iri("lake")}> <{RDFS_LABEL}> "Lake Ostra" .']
+    store = tmp_path / "store"
+    assert tog("load", write_nt(tmp_path / "rivers.nt", lines), "--store", store).exit_code == 0
+    with StandInModel(mode="exact", reader="aligned") as model:
+        asked = tog("ask", "what does Blue River flow into", "--store", store, "--model", MODEL,
+                    "--api-base", model.api_base, "--no-cache", "--depth", "1", "--json")
+        assert asked.exit_code == 0, asked.output
+    prompts = [r["body"]["messages"][-1]["content"] for r in model.requests]
+    first = [p for p in prompts if " -> ?" in p and "reached by" not in p]
+    assert len(first) == 1  # one call (40 x 24 relations had taken 4)
+    shown = [line for line in first[0].splitlines() if line[:1].isdigit()]
+    assert len(shown) <= MAX_RELATIONS_STEP
+    assert sum(line.startswith("From Blue River") for line in first[0].splitlines()) == 40  # every namesake
+    assert any(line.endswith("Blue River -> flows into -> ?") for line in shown)
+    assert json.loads(asked.output)["answer"] == ["Lake Ostra"]
