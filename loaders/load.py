@@ -640,12 +640,13 @@ def _load_stream(job: _Job) -> None:
             report.triples += len(batch)
             batch.clear()
 
+    blanks = rdf.MadeUpBlanks(job.sid)
     with open_binary(job.path) as stream:
         for item in rdf.parse_with_errors(stream, rdf.OX_FORMATS[job.fmt]):
             if isinstance(item, tuple):
                 report.bad_line(item[0], item[1], job.max_errors)
                 continue
-            quad = rdf.skolem_quad(item, job.sid)
+            quad = blanks.quad(item)
             why = limit and term_too_long(quad, limit, job.predicates)
             if why:
                 report.bad_line(0, f"a statement about {str(quad.subject)[:60]}: {why}", job.max_errors)
