@@ -6,6 +6,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import hashlib
+import zlib
 from collections import deque
 from itertools import islice
 from dataclasses import dataclass, field
@@ -65,19 +66,30 @@ class LoadReport:
         return done / self.seconds if self.seconds else 0.0
 
 
+BOM = b"\xef\xbb\xbf"  # UTF-8's byte-order mark, which editors on Windows put first
+
+
 def open_binary(path: Path) -> BinaryIO:
-    """The file's bytes, decompressed when it is gzip or bzip2 (by content, not name)."""
+    """The file's bytes, decompressed when it is gzip or bzip2 (by content,
+    not name), past a byte-order mark (no parser takes one for part of
+    the first statement)."""
     try:
         raw = path.open("rb")
     except OSError as e:
         raise LoadError(f"cannot read {path}: {e.strerror or e}") from e
     magic = raw.read(3)
     raw.seek(0)
+    stream: BinaryIO = raw
     if magic[:2] == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
-    if magic == b"BZh":
-        return bz2.BZ2File(raw)  # type: ignore[return-value]
-    return raw
+        stream = gzip.GzipFile(fileobj=raw)  # type: ignore[assignment]
+    elif magic == b"BZh":
+        stream = bz2.BZ2File(raw)  # type: ignore[assignment]
+    try:
+        if stream.read(3) != BOM:
+            stream.seek(0)
+    except (OSError, EOFError, zlib.error):
+        stream.seek(0)  # (a corrupt start: the reader says so)
+    return stream
 
 
 def raw_position(stream: BinaryIO) -> int:

@@ -617,6 +617,27 @@ def test_a_label_that_looks_made_up_is_one_node_wherever_it_comes_back(tmp_path)
     assert report.triples == 2 + 2 * 300
 
 
+@pytest.mark.parametrize("suffix,text", [
+    (".nt", f'<urn:a> <urn:p> <urn:b> .\r\n<urn:b> <{RDFS_LABEL}> "Bee" .\r\n'),
+    (".nt.gz", f'<urn:a> <urn:p> <urn:b> .\n<urn:b> <{RDFS_LABEL}> "Bee" .\n'),
+    (".nq", f'<urn:a> <urn:p> <urn:b> <urn:g> .\n<urn:b> <{RDFS_LABEL}> "Bee" .\n'),
+    (".ttl", f'<urn:a> <urn:p> <urn:b> .\n<urn:b> <{RDFS_LABEL}> "Bee" .\n'),
+])
+def test_a_byte_order_mark_is_not_read_as_the_first_statement(tmp_path, suffix, text):
+    """Editors on Windows start a UTF-8 file with a byte-order mark: the
+    first statement was a bad line (N-Triples, N-Quads) or the whole file
+    refused (Turtle)."""
+    import gzip
+
+    data = "\ufeff".encode() + text.encode()
+    f = tmp_path / f"bom{suffix}"
+    f.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+    g, (report,) = load_into(tmp_path / "store", f)
+    assert (report.triples, report.skipped) == (2, 0)
+    assert has(g, "urn:a", "urn:p", ox.NamedNode("urn:b"))
+    assert g.kg.search_entities(["bee"])["bee"][0].id == "urn:b"
+
+
 def test_delimiter_is_guessed_once_per_file(tmp_path):
     f = tmp_path / "tabs.txt"
     f.write_text("# my kb\n\nAlice\tknows\tBob\nBob\tknows\tCarol\n", encoding="utf-8")
