@@ -514,8 +514,9 @@ def _load_by_path(job: _Job, native: NativeLoader) -> bool:
     if size > PATH_LOAD_BYTES or size // 40 > job.segment_lines:
         return False
     with path.open("rb") as fh:
-        if fh.read(3)[:2] in (b"\x1f\x8b", b"BZ", BOM[:2]):
-            return False  # compressed, or past a byte-order mark: the streaming path reads it so
+        head = fh.read(3)
+        if head[:2] in (b"\x1f\x8b", b"BZ") or head == BOM:
+            return False  # compressed, or after a byte-order mark: the streaming path reads it so
         fh.seek(0)
         while True:  # one quick look for blank nodes (from the page cache for the load that follows)
             piece = fh.read(16 << 20)
