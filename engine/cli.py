@@ -699,9 +699,11 @@ def correct(store, remove, add, new, patch, run_id, reason, despite_load) -> Non
 
     \b
     Facts are SUBJECT|RELATION|OBJECT: names or IRIs; an object may be an
-    N-Triples literal ("1994"^^<http://www.w3.org/2001/XMLSchema#gYear>).
+    N-Triples literal ("1994"^^<http://www.w3.org/2001/XMLSchema#gYear>), and
+    a name predicate's (label, name, ...) is a name, which links the entity.
       tog correct --remove "Quiz Show|directed_by|Robert Redford" \\
                   --add "Quiz Show|directed_by|Mike Newell" --reason "..."
+      tog correct --add "Alpha Town|label|Alphaville" --reason "another name"
 
     While a load into the store has not finished, it refuses (the load's
     re-run would write facts of its later lines back): finish the load first.

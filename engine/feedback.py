@@ -87,17 +87,30 @@ def _one(ids: list[str], text: str, what: str) -> str:
     return ids[0]
 
 
-def _relation(kg: KnowledgeGraph, text: str, subject: str, known: Sequence[str]) -> str:
+def _plain(words: str) -> str:
+    return " ".join(words.replace("_", " ").split()).casefold()
+
+
+def _name_predicate(text: str, names: Sequence[str]) -> str | None:
+    """The name predicate ``text`` means (its IRI, or its local name:
+    ``label``, ``name``; the first of the store's if several), or None."""
+    iri = _iri(text)
+    if iri is not None:
+        return iri if iri in names else None
+    want = _plain(text)
+    return next((p for p in names if want in (_plain(local_name(p)), _plain(relation_text(p)))), None)
+
+
+def _relation(kg: KnowledgeGraph, text: str, subject: str, known: Sequence[str], names: Sequence[str] = ()) -> str:
     iri = _iri(text)
     if iri is not None:
         return iri
-    def plain(words: str) -> str:
-        return " ".join(words.replace("_", " ").split()).casefold()
-
-    want = plain(text)
+    want = _plain(text)
     shown = {r.id: r.text for r in kg.relations([subject]).get(subject, []) if r.direction == "out"}
     matches = [rid for rid in dict.fromkeys([*known, *shown])  # its local name, or the name tog shows it by
-               if want in (plain(local_name(rid)), plain(shown.get(rid) or relation_text(rid)))]
+               if want in (_plain(local_name(rid)), _plain(shown.get(rid) or relation_text(rid)))]
+    if not matches and (name := _name_predicate(text, names)) is not None:
+        return name  # (listings leave name predicates out: a name is no relation to follow)
     if len(matches) > 1:
         raise CorrectionError(f"relation {text!r} names {len(matches)} relations of the subject "
                               f"({', '.join(matches[:5])}); give its IRI")
@@ -143,21 +156,23 @@ def new_entity(kg: KnowledgeGraph, text: str) -> tuple[str, str]:
 
 
 def parse_fact(kg: KnowledgeGraph, log: CorrectionLog, text: str, known_relations: Sequence[str] = (),
-               existing: bool = False, made: dict[str, str] | None = None) -> Fact:
+               existing: bool = False, made: dict[str, str] | None = None, names: Sequence[str] = ()) -> Fact:
     """``subject|relation|object`` -> (subject IRI, relation IRI, object id).
 
     A name that several entities share is narrowed to the exact spelling,
     and for a fact that must exist (``existing``) to the entities it holds
-    for (``log`` tells which facts hold)."""
+    for (``log`` tells which facts hold). The object of a name predicate
+    (``names``: the store's) is a name, quoted or not."""
     parts = text.split("|")
     if len(parts) != 3 or not all(p.strip() for p in parts):
         raise CorrectionError(f"{text!r} is not a fact; write it as SUBJECT|RELATION|OBJECT")
     subjects = _entities(kg, parts[0], "subject", made)
-    objects = _objects(kg, parts[2], made)
+    naming = not is_literal(parts[2].strip()) and _names_object(kg, parts[1], subjects[0], known_relations, names)
+    objects = [stored_id(str(plain_literal(parts[2].strip())))] if naming else _objects(kg, parts[2], made)
     if existing and (len(subjects) > 1 or len(objects) > 1):
         def holds(s: str, o: str) -> bool:
             try:
-                return log.has_fact((s, _relation(kg, parts[1], s, known_relations), o))
+                return log.has_fact((s, _relation(kg, parts[1], s, known_relations, names), o))
             except CorrectionError:  # this subject has no such relation
                 return False
 
@@ -167,13 +182,31 @@ def parse_fact(kg: KnowledgeGraph, log: CorrectionLog, text: str, known_relation
     subject = _one(subjects, parts[0], "subject")
     if made and subject in made.values():  # a new entity has no relations yet: the name is the relation's
         known_relations = [*known_relations, *_relation_names(kg, parts[1])]
-    return subject, _relation(kg, parts[1], subject, known_relations), _one(objects, parts[2], "object")
+    return subject, _relation(kg, parts[1], subject, known_relations, names), _one(objects, parts[2], "object")
+
+
+def _names_object(kg: KnowledgeGraph, text: str, subject: str, known: Sequence[str], names: Sequence[str]) -> bool:
+    """Whether relation ``text`` of ``subject`` is a name predicate (not a
+    relation of the subject that happens to be called ``name``)."""
+    if _name_predicate(text, names) is None:
+        return False
+    try:
+        return _relation(kg, text, subject, known, names) in names
+    except CorrectionError:
+        return False
+
+
+def plain_literal(text: str):
+    """``text`` as a plain literal (pyoxigraph's: ``str`` of it is its N-Triples form)."""
+    import pyoxigraph as ox
+
+    return ox.Literal(text)
 
 
 def _relation_names(kg: KnowledgeGraph, text: str) -> list[str]:
     """Relations of the KG whose name is ``text`` (for a subject with none yet)."""
-    want = " ".join(text.replace("_", " ").split()).casefold()
-    return [r for r, _ in kg.relation_counts() if " ".join(local_name(r).replace("_", " ").split()).casefold() == want]
+    want = _plain(text)
+    return [r for r, _ in kg.relation_counts() if _plain(local_name(r)) == want]
 
 
 def loads_finished(store: Store) -> None:
@@ -225,11 +258,12 @@ def correct(store: Store, remove: Sequence[str], add: Sequence[str], reason: str
     made = {**{n: e for e, n in named}, **{f"<{e}>": e for e, _ in named}, **{e: e for e, _ in named}}
     if run is not None:
         store.need_runs().get(run)  # UnknownRunError for a run that is not here
-    removed = [parse_fact(kg, log, f, existing=True) for f in remove]
+    names = store.sink.name_predicates if store.sink is not None else ()
+    removed = [parse_fact(kg, log, f, existing=True, names=names) for f in remove]
     for fact, text in zip(removed, remove):
         if not log.has_fact(fact):
             raise CorrectionError(f"{text!r} is not a fact in the KG; nothing was changed")
-    added = [parse_fact(kg, log, f, [r for _, r, _ in removed], made=made) for f in add]
+    added = [parse_fact(kg, log, f, [r for _, r, _ in removed], made=made, names=names) for f in add]
     if set(removed) & set(added):
         raise CorrectionError("the same fact is removed and added")
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")

@@ -404,6 +404,7 @@ MAX_CANDIDATES = 1024
 # backend returns NAME_MATCHES + 1 of them to say so (which ones is its own
 # choice), else all, so the same name finds the same entities everywhere.
 NAME_MATCHES = 100
+MAX_NAME_KEY = 1000  # characters of a name's linking key; longer names are shown, not indexed
 
 
 def utc_now() -> str:
@@ -440,6 +441,13 @@ def name_keys(texts: Sequence[str]) -> list[str]:
     if "" in keys:  # a name of punctuation only ("$", "!!!") keeps its characters
         keys = [k or " ".join(t.casefold().split()) for k, t in zip(keys, texts)]
     return keys
+
+
+def linking_keys(named: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(entity, key) rows the linking index holds for (entity, name) pairs:
+    none for a relation's label, nor for a name longer than anyone types."""
+    keys = name_keys([n for _, n in named])
+    return [(e, k) for (e, _), k in zip(named, keys) if k and len(k) <= MAX_NAME_KEY and not names_a_relation(e)]
 
 
 def name_key(text: str) -> str:

@@ -35,7 +35,7 @@ import pyoxigraph as ox
 
 from engine.backends.common import term_too_long
 from engine.errors import LoadError
-from engine.graph import DEFAULT_NAME_PREDICATES, names_a_relation
+from engine.graph import DEFAULT_NAME_PREDICATES, MAX_NAME_KEY, names_a_relation
 from engine.store import BulkSink, LoadCheckpoint, NativeLoader
 from loaders import rdf, triples
 from loaders.base import (
@@ -49,7 +49,6 @@ from loaders.base import (
     source_id,
 )
 
-MAX_NAME_KEY = 1000  # characters of a name's linking key; longer names are shown, not indexed
 LINE_FORMATS = {"nt", "nq", "delimited", "tsv", "csv"}
 # Fast path: lines per bulk-load call (and checkpoint).  Large on purpose: a
 # bulk load into a store that already holds data is much slower (measured at

@@ -214,6 +214,28 @@ def test_an_interrupted_correction_is_finished_on_the_next_access(tmp_path, tog)
     kg.close()
 
 
+def test_an_interrupted_rename_is_finished_with_its_linking_keys(tmp_path, tog):
+    """A rename recorded but not applied (a crash after the record) is
+    finished on the next access, linking keys and all."""
+    from conftest import write_nt
+
+    from engine.graph import Correction
+    from engine.linking import resolve
+
+    label = "http://www.w3.org/2000/01/rdf-schema#label"
+    store = tmp_path / "store"
+    kg_file = write_nt(tmp_path / "kg.nt", [f'<urn:x:a> <{label}> "Alpha Town" .', "<urn:x:b> <urn:x:in> <urn:x:a> ."])
+    assert tog("load", kg_file, "--store", store, "--no-progress").exit_code == 0
+    kg = open_store(str(store))
+    c = Correction("c1", "2026-01-01T00:00:00Z", "r", removed=[("urn:x:a", label, '"Alpha Town"')],
+                   added=[("urn:x:a", label, '"Alphaville"')], status="applying")
+    kg.corrections._save(c)
+    assert [x.status for x in kg.corrections.list()] == ["active"]
+    assert [n.id for n in resolve(kg.kg, ["Alphaville"])] == ["urn:x:a"]
+    assert kg.corrections.db.index.lookup(["alpha town"]) == {}
+    kg.close()
+
+
 def test_headless_chromium_renders_the_run_picture(tog, tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     try:
@@ -414,6 +436,53 @@ def test_a_correction_takes_a_relation_by_the_name_tog_entity_shows(tmp_path, to
     both = tog("correct", "--remove", "Quiz Film|film directed by|Ann Maker", "--reason", "r", "--store", store)
     assert both.exit_code == 1 and both.output.count("\n") == 1, both.output
     assert "names 2 relations" in both.output and "film.film.directed_by" in both.output, both.output
+
+
+def test_a_corrected_name_links_its_entity_and_the_name_taken_out_no_longer_does(store_spec, tog, tmp_path):
+    """A name a correction puts in links its entity in the next question,
+    and one it takes out no longer does (a rename used to link by the old
+    name only, on both stores); a revert undoes both. A name predicate's
+    object is a name, quoted or not, and the predicate goes by its local
+    name (``label``, ``name``)."""
+    from conftest import write_nt
+
+    ex, label, name = "http://example.org/", "http://www.w3.org/2000/01/rdf-schema#label", "http://schema.org/name"
+    lines = [f'<{ex}a> <{label}> "Alpha Town" .', f'<{ex}b> <{label}> "Beta Person" .',
+             f'<{ex}c> <{label}> "Gamma River" .', f"<{ex}b> <{ex}born_in> <{ex}a> .",
+             f"<{ex}c> <{ex}flows_through> <{ex}a> ."]
+    store = store_spec
+    assert tog("load", write_nt(tmp_path / "kg.nt", lines), "--store", store, "--no-progress").exit_code == 0
+
+    def ask(question: str) -> list[str] | None:
+        asked = tog("ask", question, "--store", store, "--json", "--no-record")
+        if asked.exit_code == 1 and "found no entity" in asked.output:
+            return None
+        assert asked.exit_code == 0, asked.output
+        return json.loads(asked.output)["answer"]
+
+    def shown(iri: str) -> str:
+        return tog("entity", iri, "--store", store).output.splitlines()[0].split("  <")[0]
+
+    assert ask("Who was born in Alphaville?") is None
+    done = tog("correct", "--remove", "Alpha Town|label|Alpha Town", "--add", 'Alpha Town|label|"Alphaville"',
+               "--reason", "renamed", "--store", store)
+    assert done.exit_code == 0, done.output
+    rename = re.search(r"correction (\S+):", done.output).group(1)
+    assert ask("Who was born in Alphaville?") == ["Beta Person"]
+    assert ask("Who was born in Alpha Town?") is None
+    assert shown(f"{ex}a") == "Alphaville"
+    alias = tog("correct", "--add", "Beta Person|name|Bee", "--reason", "nickname", "--store", store)
+    assert alias.exit_code == 0, alias.output
+    assert ask("Where was Bee born?") == ["Alphaville"] and shown(f"{ex}b") == "Beta Person"
+    assert kg_call(store, lambda s: s.corrections.has_fact((f"{ex}b", name, '"Bee"')))
+    wrong = tog("correct", "--remove", "Beta Person|label|Bee", "--reason", "x", "--store", store)
+    assert wrong.exit_code == 1 and "is not a fact in the KG" in wrong.output and wrong.output.count("\n") == 1
+    assert tog("corrections", "revert", rename, "--store", store).exit_code == 0
+    assert ask("Who was born in Alpha Town?") == ["Beta Person"] and ask("Who was born in Alphaville?") is None
+    assert shown(f"{ex}a") == "Alpha Town"
+    unalias = tog("correct", "--remove", "Beta Person|name|Bee", "--reason", "x", "--store", store)
+    assert unalias.exit_code == 0, unalias.output
+    assert ask("Where was Bee born?") is None and ask("Where was Beta Person born?") == ["Alpha Town"]
 
 
 def test_corrections_made_in_one_second_list_in_the_order_made(tmp_path, monkeypatch):

@@ -363,7 +363,7 @@ def term_too_long(q: ox.Quad, limit: int, names: Collection[str] = ()) -> str | 
     """Why the quad cannot be kept by a store whose ids are at most ``limit``
     UTF-8 bytes (None when it can). A name (a literal of a predicate in
     ``names``) is no id: only its linking key is indexed, and that is capped
-    apart (``loaders.load.MAX_NAME_KEY``)."""
+    apart (``engine.graph.MAX_NAME_KEY``)."""
     name = q.predicate.value in names
     for what, term in (("subject", q.subject), ("object", q.object)):
         if name and what == "object":

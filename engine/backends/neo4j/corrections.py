@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.backends.common import sample_hash
+from engine.backends.common import name_rank, sample_hash
 from engine.backends.neo4j.kg import refresh_summaries
 from engine.backends.neo4j.session import Neo4jSession
 from engine.backends.neo4j.sink import SOLE_LOAD, WRITER_KEYS, literal_parts
-from engine.graph import Correction, Fact, is_literal, literal_term, name_keys, stored_fact
+from engine.graph import Correction, Fact, is_literal, linking_keys, literal_term, name_keys, stored_fact
 from engine.queries import cypher, cypher_name, render_cypher
 
 
@@ -33,31 +33,48 @@ class Neo4jCorrections:
 
     def has_fact(self, fact: Fact) -> bool:
         ((s, r, o),) = stored([fact])
-        rows = self.session.run_text(render_cypher("fact_exists", type=cypher_name(r)), s=s, o=o, literal=is_literal(o))
+        if self._naming(r, o):
+            name = literal_term(o).value
+            rows = self.session.run_text(render_cypher("name_held", type=cypher_name(r)), s=s, o=o, name=name,
+                                         key=name_keys([name])[0])
+        else:
+            rows = self.session.run_text(render_cypher("fact_exists", type=cypher_name(r)), s=s, o=o,
+                                         literal=is_literal(o))
         return bool(rows and rows[0]["found"])
 
+    def _naming(self, relation: str, o: str) -> bool:
+        """Is this a name fact (a name predicate's literal)? A load keeps
+        those as the entity's shown name and linking keys, not as edges."""
+        return is_literal(o) and relation in self.session.name_predicates
+
     def held(self, facts: Sequence[Fact]) -> set[Fact]:
+        found: set[Fact] = {f for f in facts if self._naming(f[1], f[2]) and self.has_fact(f)}
         by_type: dict[str, list[dict]] = {}
         for i, (s, r, o) in enumerate(stored(facts)):
+            if self._naming(r, o):
+                continue
             by_type.setdefault(r, []).append({"i": i, "s": s, "o": o, "literal": is_literal(o)})
-        found: set[Fact] = set()
         for r, rows in by_type.items():
             text = render_cypher("facts_held", type=cypher_name(r))
             for at in range(0, len(rows), HELD_BATCH):
                 found.update(facts[row["i"]] for row in self.session.run_text(text, facts=rows[at:at + HELD_BATCH]))
         return found
 
-    @staticmethod
-    def _change(tx, correction_id: str | None, remove: Sequence[Fact],
-                add: Sequence[Fact]) -> list[tuple[str, str, str | None, int]]:
-        """Take ``remove`` out and put ``add`` in; the facts that really
-        went (-1) or came (+1), by the server's own counters, as
-        ``end_changes`` takes them (a literal object as None)."""
+    def _change(self, tx, c: Correction, remove: Sequence[Fact], add: Sequence[Fact],
+                mark: bool = True) -> list[tuple[str, str, str | None, int]]:
+        """Take ``remove`` out and put ``add`` in (marked with ``c`` when
+        ``mark``); the facts that really went (-1) or came (+1), by the
+        server's own counters, as ``end_changes`` takes them (a literal
+        object as None). A name fact also changes the entity's linking keys
+        and shown name (``_unname``, ``_rename``)."""
+        correction_id = c.id if mark else None
         changed: list[tuple[str, str, str | None, int]] = []
         for s, r, o in remove:
             text = render_cypher("fact_remove", type=cypher_name(r))  # (the type in the text: see fact_exists)
             summary = tx.run(text, s=s, o=o, literal=is_literal(o)).consume()
             changed += [(s, r, None if is_literal(o) else o, -1)] * summary.counters.relationships_deleted
+            if self._naming(r, o):
+                self._unname(tx, s, literal_term(o).value)
         for s, r, o in add:
             if is_literal(o):
                 _, value, datatype, lang, o_sk = literal_parts(literal_term(o))
@@ -68,7 +85,34 @@ class Neo4jCorrections:
                 summary = tx.run(render_cypher("fact_add_entity", type=cypher_name(r)), s=s, o=o,
                                  correction=correction_id, s_sk=sample_hash(s), o_sk=sample_hash(o)).consume()
             changed += [(s, r, None if is_literal(o) else o, 1)] * summary.counters.relationships_created
+            if self._naming(r, o):
+                self._rename(tx, s, literal_term(o).value, f"correction:{c.id}")
         return changed
+
+    @staticmethod
+    def _rename(tx, entity: str, text: str, source: str) -> None:
+        """A name put in (beside its edge): linked by its key, and shown
+        when the entity has no name yet."""
+        keys = [[k, e] for e, k in linking_keys([(entity, text)])]
+        if keys:
+            tx.run(cypher("load_name_keys"), rows=keys, source=source).consume()
+        tx.run(cypher("name_shown"), s=entity, name=text).consume()
+
+    def _unname(self, tx, entity: str, text: str) -> None:
+        """A name taken out: its key goes unless another name of the entity
+        has it, and the entity is shown by its best other name (of those
+        corrections put in: a load's other names are kept as keys only) when
+        it was shown by this one."""
+        predicates = self.session.name_predicates
+        order = {p: i for i, p in enumerate(predicates)}
+        types = "|".join(cypher_name(p) for p in predicates)
+        (row,) = tx.run(render_cypher("names_of", types=types), s=entity).data() or [{"shown": None, "names": []}]
+        others = [(name_rank(lang, order[r]), value) for r, value, lang in row["names"] if r in order]
+        kept = {k for _, k in linking_keys([(entity, v) for _, v in others])}
+        gone = [k for _, k in linking_keys([(entity, text)]) if k not in kept]
+        unshow = row["shown"] is not None and name_keys([row["shown"]]) == name_keys([text])  # (held by its key)
+        tx.run(cypher("name_unlink"), s=entity, unshow=unshow, next=min(others)[1] if others else None,
+               keys=gone).consume()
 
     @staticmethod
     def _name(tx, c: Correction, on: bool) -> None:
@@ -87,11 +131,12 @@ class Neo4jCorrections:
         c.kept = [f for f in c.added if self.has_fact(f)]
         c.added = [f for f in c.added if f not in c.kept]
         c.status = "active"
+        self.session.name_predicates  # (read before the transaction: ``_change`` asks)
 
         def work(tx) -> None:
             _not_sole(tx)
             self._name(tx, c, True)
-            changed = self._change(tx, c.id, c.removed, c.added)
+            changed = self._change(tx, c, c.removed, c.added)
             refresh_summaries(tx, self.session, c.removed, c.added, changed)
             self._save(tx, c)
 
@@ -106,10 +151,11 @@ class Neo4jCorrections:
         c.status, c.reverted = "reverted", when
 
         added, removed = stored(c.added), stored(c.removed)
+        self.session.name_predicates  # (read before the transaction: ``_change`` asks)
 
         def work(tx) -> None:
             _not_sole(tx)
-            changed = self._change(tx, None, added, removed)  # restored facts carry no correction mark
+            changed = self._change(tx, c, added, removed, mark=False)  # restored facts carry no correction mark
             self._name(tx, c, False)
             refresh_summaries(tx, self.session, added, removed, changed)
             self._save(tx, c)

@@ -15,7 +15,7 @@ import pyoxigraph as ox
 
 from engine.backends.oxigraph.database import Database
 from engine.backends.oxigraph.runs import _text, vocab
-from engine.graph import RDFS_LABEL, Correction, Fact, is_literal, literal_term, name_keys
+from engine.graph import RDFS_LABEL, Correction, Fact, is_literal, linking_keys, literal_term, name_keys
 
 CORRECTION_PREFIX = "urn:tog:correction:"
 CORRECTIONS = ox.NamedNode("urn:tog:corrections")
@@ -90,6 +90,7 @@ class OxigraphCorrections:
         self._change(remove, add, counted)
         if undo:
             self._name(c, False)
+        self._relink(c, [*remove, *add])
 
     def _changes(self, gone: Sequence[ox.Quad], come: Sequence[ox.Quad]) -> list[tuple[str, str, str | None, int]]:
         """(subject, relation, object or None for a literal, +1 or -1) for each
@@ -135,6 +136,27 @@ class OxigraphCorrections:
 
         # a load may have named the same IRI since (a bare name gets a delimited load's IRI): read it again
         OxigraphKG(self.db).reshow(e for e, _ in c.named)
+
+    def _relink(self, c: Correction, facts: Sequence[Fact]) -> None:
+        """The linking keys of the names ``c`` touches (its name facts, its
+        new entities' names) follow the KG as it is now: a key is in the
+        index while its entity has a name of that key (any name predicate,
+        any language), and in no source (a load's neither) once it has none.
+        Read from the KG, so a step finished twice is the same."""
+        predicates = set(self.db.name_predicates)
+        touched = [(s, literal_term(o).value) for s, r, o in facts if r in predicates and is_literal(o)]
+        rows = list(dict.fromkeys(linking_keys([*touched, *c.named])))
+        if not rows:
+            return
+        held = set(linking_keys([(e, n) for e in dict.fromkeys(e for e, _ in rows) for n in self._names(e)]))
+        self.db.index.relink([r for r in rows if r in held], [r for r in rows if r not in held], f"correction:{c.id}")
+
+    def _names(self, entity: str) -> list[str]:
+        """Every name ``entity`` has in the KG (its own few rows: read by subject and predicate)."""
+        node, store = ox.NamedNode(entity), self.db.store
+        return [q.object.value for p in self.db.name_predicates
+                for q in store.quads_for_pattern(node, ox.NamedNode(p), None, ox.DefaultGraph())
+                if isinstance(q.object, ox.Literal)]
 
     def _begin(self, c: Correction, status: str) -> None:
         """``c`` recorded as ``status`` (applying, reverting), on disk before

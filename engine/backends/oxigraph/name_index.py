@@ -116,6 +116,19 @@ class NameIndex:
         self.add(pairs, source)
         self.db.commit()
 
+    def relink(self, keep: Iterable[tuple[str, str]], drop: Iterable[tuple[str, str]], source: str) -> None:
+        """(entity, key) rows: each of ``keep`` is in the index once (added,
+        tagged ``source``, where missing), each of ``drop`` in no source;
+        committed at once. Each row is found by its key, so a name thousands
+        share reads those thousands' rows (a correction's few names only)."""
+        for e, k in drop:
+            self.db.execute("DELETE FROM names WHERE key = ? AND entity = ?", (k, e))
+        for e, k in keep:
+            self.db.execute("INSERT INTO names(key, entity, source) SELECT ?, ?, ? WHERE NOT EXISTS "
+                            "(SELECT 1 FROM names WHERE key = ? AND entity = ?)", (k, e, source, k, e))
+        self._count_changes()
+        self.db.commit()
+
     def forget(self, source: str) -> None:
         """Remove what a load of ``source`` wrote (before loading it again)."""
         self.db.execute("DELETE FROM names WHERE source = ?", (source,))
