@@ -59,6 +59,24 @@ def file_delimiter(path, fmt: str) -> str:
     return "|"
 
 
+# Names of the three columns that a first line of column names uses (a CSV
+# export's ``subject,predicate,object``, ``head\trelation\ttail``, Neo4j's
+# ``:START_ID,:TYPE,:END_ID``), compared as letters and digits only, case
+# folded: a first line that names all three, in order, is a header.
+HEADER_COLUMNS = (
+    frozenset({"subject", "s", "sub", "subj", "head", "h", "source", "src", "from", "start", "startid", "node1",
+               "entity1", "id1", "subjectid", "headentity", "subjectlabel", "headid"}),
+    frozenset({"predicate", "p", "pred", "relation", "rel", "r", "relationship", "relationtype", "property", "type",
+               "edge", "label", "predicatelabel", "relationid", "predicateid"}),
+    frozenset({"object", "o", "obj", "tail", "t", "target", "tgt", "to", "end", "endid", "node2", "entity2", "id2",
+               "objectid", "tailentity", "objectlabel", "value", "tailid"}))
+
+
+def is_header(fields: list[str]) -> bool:
+    """Whether a first line's three fields name the columns (``HEADER_COLUMNS``)."""
+    return all("".join(c for c in f.casefold() if c.isalnum()) in words for f, words in zip(fields, HEADER_COLUMNS))
+
+
 SEEN_MAX = 2_000_000  # node texts a load remembers as already named (then it starts over)
 
 
@@ -129,6 +147,9 @@ class Converter:
             if len(fields) != 3:
                 if not text.isspace():  # (a blank line is skipped)
                     bad.append((first + offset, f"expected 3 fields separated by {delim!r}, found {len(fields)}"))
+                continue
+            if first + offset == 1 and is_header(fields):
+                bad.append((1, f"a header ({', '.join(f.strip() for f in fields)}), not a fact"))
                 continue
             head, rel, tail = fields[0].strip(), fields[1].strip(), fields[2].strip()
             if not (head and rel and tail):

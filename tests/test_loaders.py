@@ -638,6 +638,25 @@ def test_a_byte_order_mark_is_not_read_as_the_first_statement(tmp_path, suffix, 
     assert g.kg.search_entities(["bee"])["bee"][0].id == "urn:b"
 
 
+@pytest.mark.parametrize(("name", "first"), [("h.csv", "Subject,Predicate,Object"), ("h.tsv", "head\trelation\ttail"),
+                                             ("h.txt", ":START_ID|:TYPE|:END_ID")])
+def test_a_header_row_is_a_counted_skip_not_a_fact(tmp_path, name, first):
+    """A delimited file's first line of column names was loaded as a fact
+    (an entity "subject" with a relation "predicate"); it is now skipped and
+    said so, and a first line of data stays a fact."""
+    sep = "," if name.endswith(".csv") else "\t" if name.endswith(".tsv") else "|"
+    f = tmp_path / name
+    f.write_text(f"{first}\nAlice{sep}knows{sep}Bob\n", encoding="utf-8")
+    g, (report,) = load_into(tmp_path / "store", f)
+    assert (report.triples, report.skipped) == (1 + 2, 1)
+    assert report.bad[0][0] == 1 and "a header" in report.bad[0][1]
+    assert g.kg.search_entities(["subject", "head", "start id"]) == {}
+    data = tmp_path / f"data{f.suffix}"
+    data.write_text(f"Source{sep}cites{sep}Target\n", encoding="utf-8")  # a fact whose ends look alike
+    g2, (r2,) = load_into(tmp_path / "store2", data)
+    assert (r2.triples, r2.skipped) == (1 + 2, 0)
+
+
 def test_delimiter_is_guessed_once_per_file(tmp_path):
     f = tmp_path / "tabs.txt"
     f.write_text("# my kb\n\nAlice\tknows\tBob\nBob\tknows\tCarol\n", encoding="utf-8")
