@@ -1,5 +1,8 @@
-// The names an entity has as edges (those corrections put in), by the name
-// predicates named in the text: [type, text, language] rows, and its shown name.
+// An entity's names as a correction sees them: its shown name and rank, the
+// loaded name a correction's name displaced (kept to show again when that one
+// goes), and the names it has as edges (those corrections put in), by the name
+// predicates named in the text, as [type, text, language] rows.
 MATCH (s:Entity {id: $s})
 OPTIONAL MATCH (s)-[r:{{types}}]->(v:Value)
-RETURN s.name AS shown, [x IN collect([type(r), v.value, v.lang]) WHERE x[0] IS NOT NULL] AS names
+RETURN s.name AS shown, s.name_rank AS rank, s.tog_name_before AS before, s.tog_rank_before AS before_rank,
+       [x IN collect([type(r), v.value, v.lang]) WHERE x[0] IS NOT NULL] AS names

@@ -267,6 +267,7 @@ def _load_files(sink, files, fmt, delimiter, max_errors, name_predicates, name_l
 def _load_each(sink, files, fmt, delimiter, max_errors, name_predicates, name_langs, progress, force, chunk_bytes,
                segment_lines) -> None:
     from engine.graph import DEFAULT_NAME_PREDICATES
+    from loaders.base import position
     from loaders.load import SEGMENT_LINES, load_file
 
     if progress is None:
@@ -280,12 +281,14 @@ def _load_each(sink, files, fmt, delimiter, max_errors, name_predicates, name_la
         if report.already_complete:
             echo(f"{f}: already loaded ({report.triples:,} triples); nothing to do (--force reads it again)")
             continue
-        resumed = f", resumed at line {report.resumed_from:,}" if report.resumed_from else ""
+        resumed = f", resumed at {position(f, report.resumed_from, report.format)}" if report.resumed_from else ""
         labels = f" ({report.names:,} of them name labels)" if report.format in ("delimited", "tsv", "csv") else ""
         long_names = f" ({report.unindexed:,} too long to index: shown, not linked)" if report.unindexed else ""
         echo(f"{f}: {report.triples:,} triples read{labels}, {report.skipped:,} lines skipped, "
              f"{report.names:,} names indexed{long_names} in {report.seconds:.1f}s "
              f"({report.rate:,.0f} triples/s{resumed})")
+        if report.header:
+            echo(f"  line 1: a header ({report.header}), not a fact: skipped")
         for line, reason in report.bad:
             echo(f"  line {line}: {reason}" if line else f"  {reason}")
         if report.skipped > len(report.bad):

@@ -224,6 +224,7 @@ def loads_finished(store: Store) -> None:
     import shlex
 
     from engine.text import printable
+    from loaders.base import position
 
     if store.unfinished_load is not None and store.unfinished_load() == "running":
         raise CorrectionError(f"a load into {store.name} is running: correct once it ends, since a resumed run of it "
@@ -233,7 +234,8 @@ def loads_finished(store: Store) -> None:
     path = printable(c.path) if c.path else "a file"
     more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
     again = f"tog load {shlex.quote(path)} --store {shlex.quote(store.name)}" if c.path else "tog load"
-    raise CorrectionError(f"a load of {path}{more} stopped at line {c.lines:,} before its end (killed, or failed): "
+    raise CorrectionError(f"a load of {path}{more} stopped at {position(c.path or '', c.lines)} before its end "
+                          "(killed, or failed): "
                           f"finish it first ({again}, with the options it had), since its re-run writes the lines "
                           "past that again and would undo the change; nothing was changed "
                           "(--despite-load changes it now)")

@@ -351,9 +351,12 @@ class Store:
         out = dict(self.kg.stats())
         out["relations"] = len(self.kg.relation_counts())
         if self.sink is not None:
+            from loaders.base import position
+
             out["name predicates"] = list(self.sink.name_predicates)
             out["loads"] = [f"{c.path}: {c.triples:,} triples read, {c.names:,} names, {c.skipped:,} lines skipped, "
-                            + ("complete" if c.complete else f"stopped after line {c.lines:,} (a re-run resumes)")
+                            + ("complete" if c.complete
+                               else f"stopped after {position(c.path, c.lines)} (a re-run resumes)")
                             for c in self.sink.loads()]
         if self.corrections is not None:
             kinds = {"active": 0, "reverted": 0, "no-op": 0}

@@ -42,6 +42,7 @@ class LoadReport:
     skipped: int = 0
     names: int = 0
     unindexed: int = 0  # names too long to index for linking (kept as names, not linked)
+    header: str | None = None  # the column names of a delimited file's first line, skipped as a header
     bad: list[tuple[int, str]] = field(default_factory=list)
     seconds: float = 0.0
     resumed_from: int = 0
@@ -116,6 +117,20 @@ def detect_format(path: Path, given: str | None = None) -> str:
     if suffixes and suffixes[-1] in FORMATS:
         return FORMATS[suffixes[-1]]
     raise LoadError(f"cannot tell the format of {path.name}; pass --format ({', '.join(FORMAT_NAMES)})")
+
+
+STATEMENT_FORMATS = frozenset({"turtle", "trig", "n3", "xml", "json-ld"})  # their checkpoints count statements
+
+
+def position(path: str | Path, lines: int, fmt: str | None = None) -> str:
+    """A load's checkpoint in its file's terms: ``line N`` of a line format,
+    ``statement N`` of a statement format (by ``fmt``, else the file name)."""
+    if fmt is None:
+        try:
+            fmt = detect_format(Path(path))
+        except LoadError:
+            fmt = None
+    return f"{'statement' if fmt in STATEMENT_FORMATS else 'line'} {lines:,}"
 
 
 def source_id(path: Path) -> str:

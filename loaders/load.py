@@ -148,7 +148,7 @@ def load_file(
         if fmt in LINE_FORMATS:
             _load_lines(job, start_line)
         elif fmt in rdf.OX_FORMATS:
-            _load_stream(job)
+            _load_stream(job, start_line)
         else:
             _load_rdflib(job)
         if report.skipped and report.triples == report.resumed_triples and not start_line:
@@ -417,7 +417,11 @@ def _load_lines(job: _Job, start_line: int) -> None:
     delimiter = (job.delimiter or triples.file_delimiter(path, fmt)) if delimited else None
 
     def converter() -> triples.Converter | None:
-        return triples.Converter(fmt, delimiter, job.sink.max_term_bytes, job.predicates) if delimited else None
+        def header(names: str) -> None:
+            report.header = names
+
+        return triples.Converter(fmt, delimiter, job.sink.max_term_bytes, job.predicates, header) if delimited \
+            else None
 
     convert = converter()
     if start_line and sink.replays:
@@ -629,34 +633,54 @@ def _rdf_chunk(job: _Job, lines, first, fmt):
     return len(good), rdf.name_pairs(good, job.predicates, job.langs), bad
 
 
-def _load_stream(job: _Job) -> None:
+def _load_stream(job: _Job, start: int) -> None:
+    """Statement formats (Turtle, TriG, N3, RDF/XML, JSON-LD), parsed as a
+    stream and written QUAD_BATCH quads at a time, each batch with its
+    checkpoint: the statements read so far, bad ones included. A re-run
+    parses the file again from its start and passes over the ``start``
+    statements before its checkpoint (their unlabelled nodes numbered as
+    before, so those after get the same names; a sink that replays gets
+    them), then goes on."""
     batch: list[ox.Quad] = []
-    report, bar = job.report, job.bar
-    limit = job.sink.max_term_bytes
+    bad: list[tuple[int, str]] = []
+    before: list[ox.Quad] = []  # statements of the earlier run, for a sink that replays them
+    report, bar, sink = job.report, job.bar, job.sink
+    limit, replays = sink.max_term_bytes, bool(start) and sink.replays
+    report.lines = start
+    read = 0
 
     def flush() -> None:
         if batch:
-            job.sink.write(batch)
-            report.names += job.names(rdf.name_pairs(batch, job.predicates, job.langs))
-            report.triples += len(batch)
-            batch.clear()
+            sink.write(batch)
+        job.commit(len(batch), read - report.lines, job.names(rdf.name_pairs(batch, job.predicates, job.langs)), bad)
+        batch.clear()
+        bad.clear()
 
     blanks = rdf.MadeUpBlanks(job.sid)
     with open_binary(job.path) as stream:
         for item in rdf.parse_with_errors(stream, rdf.OX_FORMATS[job.fmt]):
+            read += 1
+            quad = None if isinstance(item, tuple) else blanks.quad(item)  # (numbered in parse order, from the start)
+            why = term_too_long(quad, limit, job.predicates) if quad is not None and limit else None
+            if read <= start:  # written by the earlier run
+                if replays and quad is not None and why is None:
+                    before.append(quad)
+                if before and (len(before) >= QUAD_BATCH or read == start):
+                    sink.replay(before)
+                    before.clear()
+                    bar.update(raw_position(stream), report.triples, report.skipped)
+                continue
             if isinstance(item, tuple):
-                report.bad_line(item[0], item[1], job.max_errors)
-                continue
-            quad = blanks.quad(item)
-            why = limit and term_too_long(quad, limit, job.predicates)
-            if why:
-                report.bad_line(0, f"a statement about {str(quad.subject)[:60]}: {why}", job.max_errors)
-                continue
-            batch.append(quad)
-            if len(batch) >= QUAD_BATCH:
+                bad.append(item)
+            elif quad is not None and why is not None:
+                bad.append((0, f"a statement about {str(quad.subject)[:60]}: {why}"))
+            elif quad is not None:
+                batch.append(quad)
+            if len(batch) >= QUAD_BATCH or (bad and report.skipped + len(bad) > job.max_errors):
                 flush()
                 bar.update(raw_position(stream), report.triples, report.skipped)
-        flush()
+        if read > report.lines:
+            flush()
         bar.update(raw_position(stream), report.triples, report.skipped)
 
 

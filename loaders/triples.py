@@ -8,7 +8,7 @@ same node and loading a file twice adds nothing.
 from __future__ import annotations
 
 import csv
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from urllib.parse import quote
 
 from engine.backends.common import name_rank
@@ -59,22 +59,27 @@ def file_delimiter(path, fmt: str) -> str:
     return "|"
 
 
-# Names of the three columns that a first line of column names uses (a CSV
-# export's ``subject,predicate,object``, ``head\trelation\ttail``, Neo4j's
-# ``:START_ID,:TYPE,:END_ID``), compared as letters and digits only, case
-# folded: a first line that names all three, in order, is a header.
+# The column names of a first line that is a header, compared as letters and
+# digits only, case folded: a CSV export's ``subject,predicate,object``,
+# ``head\trelation\ttail``, an edge list's ``source,relation,target``, Neo4j's
+# ``:START_ID,:TYPE,:END_ID``. All three must come from one of these, in order
+# (single letters only all three: ``s p o``, ``h r t``).
+_RELATION_COLUMN = {"predicate", "pred", "relation", "rel", "relationship", "relationtype", "property", "type"}
 HEADER_COLUMNS = (
-    frozenset({"subject", "s", "sub", "subj", "head", "h", "source", "src", "from", "start", "startid", "node1",
-               "entity1", "id1", "subjectid", "headentity", "subjectlabel", "headid"}),
-    frozenset({"predicate", "p", "pred", "relation", "rel", "r", "relationship", "relationtype", "property", "type",
-               "edge", "label", "predicatelabel", "relationid", "predicateid"}),
-    frozenset({"object", "o", "obj", "tail", "t", "target", "tgt", "to", "end", "endid", "node2", "entity2", "id2",
-               "objectid", "tailentity", "objectlabel", "value", "tailid"}))
+    ({"subject", "subj", "sub", "subjectid", "subjectlabel"}, _RELATION_COLUMN, {"object", "obj", "objectid",
+                                                                                  "objectlabel", "value"}),
+    ({"head", "headentity", "headid"}, _RELATION_COLUMN, {"tail", "tailentity", "tailid"}),
+    ({"source", "src", "from", "startid", "node1", "entity1", "id1"}, _RELATION_COLUMN,
+     {"target", "tgt", "to", "endid", "node2", "entity2", "id2"}),
+    ({"s"}, {"p"}, {"o"}),
+    ({"h"}, {"r"}, {"t"}),
+)
 
 
 def is_header(fields: list[str]) -> bool:
     """Whether a first line's three fields name the columns (``HEADER_COLUMNS``)."""
-    return all("".join(c for c in f.casefold() if c.isalnum()) in words for f, words in zip(fields, HEADER_COLUMNS))
+    words = ["".join(c for c in f.casefold() if c.isalnum()) for f in fields]
+    return any(all(w in names for w, names in zip(words, family)) for family in HEADER_COLUMNS)
 
 
 SEEN_MAX = 2_000_000  # node texts a load remembers as already named (then it starts over)
@@ -88,13 +93,15 @@ class Converter:
     meets it: a name said on many lines is written once."""
 
     def __init__(self, fmt: str, delimiter: str | None, max_term_bytes: int | None = None,
-                 name_predicates: Mapping[str, int] | None = None) -> None:
+                 name_predicates: Mapping[str, int] | None = None,
+                 on_header: Callable[[str], None] | None = None) -> None:
         self.fmt = fmt
         # the rank of the names it writes (rdfs:label, untagged), or -1 when the store does not take them as names
         place = (name_predicates or {RDFS_LABEL: 0}).get(RDFS_LABEL)
         self.label_rank = -1 if place is None else name_rank(None, place)
         self.max_iri = max_term_bytes or 0  # IRIs are ASCII: characters are bytes
         self.delim = delimiter or ("\t" if fmt == "tsv" else "," if fmt == "csv" else "|")
+        self.on_header = on_header  # told the column names of a first line that is a header (skipped)
         self.iris: dict[str, str] = {}  # node text -> IRI, for the texts named in this load
         self.relations: dict[str, str] = {}
 
@@ -149,7 +156,8 @@ class Converter:
                     bad.append((first + offset, f"expected 3 fields separated by {delim!r}, found {len(fields)}"))
                 continue
             if first + offset == 1 and is_header(fields):
-                bad.append((1, f"a header ({', '.join(f.strip() for f in fields)}), not a fact"))
+                if self.on_header is not None:
+                    self.on_header(", ".join(f.strip() for f in fields))
                 continue
             head, rel, tail = fields[0].strip(), fields[1].strip(), fields[2].strip()
             if not (head and rel and tail):

@@ -464,6 +464,8 @@ def test_a_corrected_name_links_its_entity_and_the_name_taken_out_no_longer_does
         return tog("entity", iri, "--store", store).output.splitlines()[0].split("  <")[0]
 
     assert ask("Who was born in Alphaville?") is None
+    spelt = tog("correct", "--remove", "Alpha Town|label|alpha town", "--reason", "x", "--store", store)
+    assert spelt.exit_code == 1 and "is not a fact in the KG" in spelt.output  # not its name as written
     done = tog("correct", "--remove", "Alpha Town|label|Alpha Town", "--add", 'Alpha Town|label|"Alphaville"',
                "--reason", "renamed", "--store", store)
     assert done.exit_code == 0, done.output
@@ -483,6 +485,14 @@ def test_a_corrected_name_links_its_entity_and_the_name_taken_out_no_longer_does
     unalias = tog("correct", "--remove", "Beta Person|name|Bee", "--reason", "x", "--store", store)
     assert unalias.exit_code == 0, unalias.output
     assert ask("Where was Bee born?") is None and ask("Where was Beta Person born?") == ["Alpha Town"]
+    # a name that ranks first (a label, the lower text) is shown; a revert shows the loaded one again
+    before = tog("correct", "--add", "Gamma River|label|Gamma Brook", "--reason", "x", "--store", store)
+    assert before.exit_code == 0 and shown(f"{ex}c") == "Gamma Brook"
+    after = tog("correct", "--add", "Gamma Brook|name|Aardvark Creek", "--reason", "x", "--store", store)
+    assert after.exit_code == 0 and shown(f"{ex}c") == "Gamma Brook"  # (a schema:name ranks after a label)
+    first = re.search(r"correction (\S+):", before.output).group(1)
+    assert tog("corrections", "revert", first, "--store", store).exit_code == 0
+    assert shown(f"{ex}c") == "Gamma River" and ask("What flows through Aardvark Creek?") == ["Alpha Town"]
 
 
 def test_corrections_made_in_one_second_list_in_the_order_made(tmp_path, monkeypatch):

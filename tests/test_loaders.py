@@ -263,6 +263,35 @@ def test_turtle_bad_statement_recovers(tmp_path):
     assert [n.id for n in g.kg.search_entities(["delta"])["delta"]] == [iri("d")]
 
 
+def test_a_turtle_load_stopped_past_its_bad_statements_limit_resumes_after_its_checkpoint(tmp_path, monkeypatch):
+    """Past --max-errors a Turtle load stops at a checkpoint; a re-run with a
+    higher limit goes on from there, writing each statement once, and checks
+    in once a batch (not once a statement, as when its count of bad ones
+    was already past the limit)."""
+    lines = [f"<{EX}s{i}> <{EX}p> <{EX}o{i}> .\n" if i % 7 != 3 else f"<{EX}s{i}> nope:p <{EX}o{i}> .\n"
+             for i in range(40)]
+    f = tmp_path / "kg.ttl"
+    f.write_text("".join(lines), encoding="utf-8")
+    g = open_graph(tmp_path / "store", create=True)
+    sink = g.need_sink()
+    with pytest.raises(LoadError, match="more than 2 bad"):
+        load_file(sink, f, max_errors=2)
+    (stopped,) = sink.loads()
+    assert stopped.skipped == 3 and not stopped.complete and stopped.lines < 40
+    commits: list = []
+    commit = type(sink).commit
+    monkeypatch.setattr(type(sink), "commit", lambda self, *a: commits.append(a) or commit(self, *a))
+    with pytest.raises(LoadError, match="more than 2 bad"):  # the same limit: on to the next bad statement
+        load_file(sink, f, max_errors=2)
+    assert len(commits) == 1
+    (again,) = sink.loads()
+    commits.clear()
+    report = load_file(sink, f, max_errors=10)
+    assert report.resumed_from == again.lines > stopped.lines and (report.triples, report.skipped) == (34, 6)
+    assert len(commits) == 2  # its one batch, then complete
+    assert sum(1 for _ in db(g).store.quads_for_pattern(None, ox.NamedNode(f"{EX}p"), None)) == 34
+
+
 def test_rdf_xml_through_pyoxigraph(tmp_path):
     f = tmp_path / "kg.rdf"
     f.write_text(f"""<?xml version="1.0"?>
@@ -639,22 +668,25 @@ def test_a_byte_order_mark_is_not_read_as_the_first_statement(tmp_path, suffix, 
 
 
 @pytest.mark.parametrize(("name", "first"), [("h.csv", "Subject,Predicate,Object"), ("h.tsv", "head\trelation\ttail"),
-                                             ("h.txt", ":START_ID|:TYPE|:END_ID")])
-def test_a_header_row_is_a_counted_skip_not_a_fact(tmp_path, name, first):
+                                             ("h.txt", ":START_ID|:TYPE|:END_ID"), ("h.csv", "s,p,o")])
+def test_a_header_row_is_skipped_not_loaded_as_a_fact(tmp_path, name, first, tog):
     """A delimited file's first line of column names was loaded as a fact
     (an entity "subject" with a relation "predicate"); it is now skipped and
-    said so, and a first line of data stays a fact."""
+    said so (not a bad line: --max-errors 0 loads the file), and a first
+    line of data stays a fact."""
     sep = "," if name.endswith(".csv") else "\t" if name.endswith(".tsv") else "|"
     f = tmp_path / name
     f.write_text(f"{first}\nAlice{sep}knows{sep}Bob\n", encoding="utf-8")
-    g, (report,) = load_into(tmp_path / "store", f)
-    assert (report.triples, report.skipped) == (1 + 2, 1)
-    assert report.bad[0][0] == 1 and "a header" in report.bad[0][1]
-    assert g.kg.search_entities(["subject", "head", "start id"]) == {}
-    data = tmp_path / f"data{f.suffix}"
-    data.write_text(f"Source{sep}cites{sep}Target\n", encoding="utf-8")  # a fact whose ends look alike
-    g2, (r2,) = load_into(tmp_path / "store2", data)
-    assert (r2.triples, r2.skipped) == (1 + 2, 0)
+    g, (report,) = load_into(tmp_path / "store", f, max_errors=0)
+    assert (report.triples, report.skipped, report.header) == (1 + 2, 0, ", ".join(first.split(sep)))
+    assert g.kg.search_entities(["subject", "head", "start id", "s"]) == {}
+    said = tog("load", f, "--store", tmp_path / "store2", "--no-progress")
+    assert said.exit_code == 0 and f"line 1: a header ({', '.join(first.split(sep))}), not a fact" in said.output
+    for line in ("Source|cites|Target", "S|knows|O", "Start|edge|End", "Subject|type|Thing"):  # data that looks alike
+        data = tmp_path / f"data{f.suffix}"
+        data.write_text(line.replace("|", sep) + "\n", encoding="utf-8")
+        g2, (r2,) = load_into(tmp_path / f"store-{line}", data)
+        assert (r2.triples, r2.skipped, r2.header) == (1 + 2, 0, None), line
 
 
 def test_delimiter_is_guessed_once_per_file(tmp_path):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pyoxigraph as ox
+
 from engine.backends.common import name_rank, sample_hash
 from engine.backends.neo4j.kg import refresh_summaries
 from engine.backends.neo4j.session import Neo4jSession
@@ -34,13 +36,24 @@ class Neo4jCorrections:
     def has_fact(self, fact: Fact) -> bool:
         ((s, r, o),) = stored([fact])
         if self._naming(r, o):
-            name = literal_term(o).value
-            rows = self.session.run_text(render_cypher("name_held", type=cypher_name(r)), s=s, o=o, name=name,
-                                         key=name_keys([name])[0])
-        else:
-            rows = self.session.run_text(render_cypher("fact_exists", type=cypher_name(r)), s=s, o=o,
-                                         literal=is_literal(o))
+            return self._has_name(s, r, o)
+        rows = self.session.run_text(render_cypher("fact_exists", type=cypher_name(r)), s=s, o=o, literal=is_literal(o))
         return bool(rows and rows[0]["found"])
+
+    def _has_name(self, s: str, r: str, o: str) -> bool:
+        """A name fact holds when a correction put it in (its edge), when it
+        is the shown name, or when a load made its key, unless it is another
+        spelling of the shown name: that one is held as it is shown (as on
+        the embedded store, which holds every name as written)."""
+        name = literal_term(o).value
+        key = name_keys([name])[0]
+        rows = self.session.run_text(render_cypher("name_held", type=cypher_name(r)), s=s, o=o, name=name, key=key)
+        if not rows:
+            return False
+        shown = rows[0]["shown"]
+        if rows[0]["edge"] or shown == name:
+            return True
+        return bool(rows[0]["loaded"]) and (shown is None or name_keys([shown])[0] != key)
 
     def _naming(self, relation: str, o: str) -> bool:
         """Is this a name fact (a name predicate's literal)? A load keeps
@@ -86,32 +99,52 @@ class Neo4jCorrections:
                                  correction=correction_id, s_sk=sample_hash(s), o_sk=sample_hash(o)).consume()
             changed += [(s, r, None if is_literal(o) else o, 1)] * summary.counters.relationships_created
             if self._naming(r, o):
-                self._rename(tx, s, literal_term(o).value, f"correction:{c.id}")
+                self._rename(tx, s, r, literal_term(o), f"correction:{c.id}")
         return changed
 
-    @staticmethod
-    def _rename(tx, entity: str, text: str, source: str) -> None:
-        """A name put in (beside its edge): linked by its key, and shown
-        when the entity has no name yet."""
-        keys = [[k, e] for e, k in linking_keys([(entity, text)])]
+    def _rank(self, relation: str, lang: str | None) -> int:
+        return name_rank(lang, self.session.name_predicates.index(relation))
+
+    def _names(self, tx, entity: str) -> tuple[dict, list[tuple[int, str]]]:
+        """``names_of``'s row, and the (rank, text) of each name edge."""
+        predicates = self.session.name_predicates
+        types = "|".join(cypher_name(p) for p in predicates)
+        rows = tx.run(render_cypher("names_of", types=types), s=entity).data()
+        row = rows[0] if rows else {"shown": None, "rank": None, "before": None, "before_rank": None, "names": []}
+        return row, sorted((self._rank(r, lang), value) for r, value, lang in row["names"] if r in predicates)
+
+    def _rename(self, tx, entity: str, relation: str, name: ox.Literal, source: str) -> None:
+        """A name put in (beside its edge): linked by its key, and shown when
+        it ranks before the shown name, which is kept aside when no
+        correction put it in (a load's: Neo4j keeps no other copy of it)."""
+        keys = [[k, e] for e, k in linking_keys([(entity, name.value)])]
         if keys:
             tx.run(cypher("load_name_keys"), rows=keys, source=source).consume()
-        tx.run(cypher("name_shown"), s=entity, name=text).consume()
+        row, edges = self._names(tx, entity)
+        rank, shown, before = self._rank(relation, name.language), row["shown"], (row["before"], row["before_rank"])
+        if shown is not None and row["rank"] is not None and (row["rank"], shown) <= (rank, name.value):
+            return
+        if shown is not None and before[0] is None and shown not in {v for _, v in edges}:
+            before = (shown, row["rank"])
+        tx.run(cypher("name_set"), s=entity, name=name.value, rank=rank, before=before[0], before_rank=before[1],
+               keys=[]).consume()
 
     def _unname(self, tx, entity: str, text: str) -> None:
         """A name taken out: its key goes unless another name of the entity
-        has it, and the entity is shown by its best other name (of those
-        corrections put in: a load's other names are kept as keys only) when
-        it was shown by this one."""
-        predicates = self.session.name_predicates
-        order = {p: i for i, p in enumerate(predicates)}
-        types = "|".join(cypher_name(p) for p in predicates)
-        (row,) = tx.run(render_cypher("names_of", types=types), s=entity).data() or [{"shown": None, "names": []}]
-        others = [(name_rank(lang, order[r]), value) for r, value, lang in row["names"] if r in order]
-        kept = {k for _, k in linking_keys([(entity, v) for _, v in others])}
+        has it, and the entity is shown by its best other name when it was
+        shown by this one: of those corrections put in, and the load's shown
+        name that one displaced (Neo4j keeps a load's other names as keys only)."""
+        row, edges = self._names(tx, entity)
+        before = (row["before"], row["before_rank"]) if row["before"] not in (None, text) else (None, None)
+        kept = {k for _, k in linking_keys([(entity, v) for _, v in edges])}
+        if before[0] is not None:
+            kept |= {k for _, k in linking_keys([(entity, before[0])])}
         gone = [k for _, k in linking_keys([(entity, text)]) if k not in kept]
-        unshow = row["shown"] is not None and name_keys([row["shown"]]) == name_keys([text])  # (held by its key)
-        tx.run(cypher("name_unlink"), s=entity, unshow=unshow, next=min(others)[1] if others else None,
+        shown, rank = row["shown"], row["rank"]
+        if shown == text:
+            choices = sorted([*edges, *([(before[1] if before[1] is not None else 0, before[0])] if before[0] else [])])
+            rank, shown = choices[0] if choices else (None, None)
+        tx.run(cypher("name_set"), s=entity, name=shown, rank=rank, before=before[0], before_rank=before[1],
                keys=gone).consume()
 
     @staticmethod

@@ -443,9 +443,11 @@ class Neo4jSink(PendingWrites):
         return out or None
 
     def write(self, quads: Iterable[ox.Quad]) -> None:
+        """Quads wait for the next ``commit``, which writes them with its
+        checkpoint (every loader commits each batch it writes: a chunk
+        written apart from its checkpoint, on the other writer, could commit
+        after it, or never, and a re-run would skip it)."""
         self._pending.extend(quads)
-        if len(self._pending) >= 8 * WRITE_BATCH:  # stream formats: write as we go
-            self._flush(None)
 
     def replay(self, quads: Iterable[ox.Quad]) -> None:
         """Triples of the lines before the checkpoint of a load that ``replays``:
