@@ -343,7 +343,8 @@ def _note_written_back(store, before: set) -> None:
 @store_option
 @click.option("--force", is_flag=True, help="Read a file again even if it was loaded completely before.")
 @click.option("--chunk-bytes", type=click.IntRange(1024), default=None, hidden=True,
-              help="Bytes per read block, and per write of the careful path (default: the store's).")
+              help="Bytes per read block, and per write of the careful path; a statement format (Turtle ...) "
+                   "checks in every BYTES/80 statements at most (default: the store's).")
 @click.option("--segment-lines", type=click.IntRange(1), default=50_000_000, hidden=True,
               help="Lines per bulk-load call (and checkpoint) of the fast path.")
 @_fail_cleanly

@@ -55,7 +55,8 @@ LINE_FORMATS = {"nt", "nq", "delimited", "tsv", "csv"}
 # 10M triples: 58 s in two calls of 5M lines, 46 s in one call).
 SEGMENT_LINES = 50_000_000
 STASH_BYTES = 128 << 20  # name lines held for indexing after the bulk load
-QUAD_BATCH = 200_000
+QUAD_BATCH = 200_000  # statements a checkpoint of a statement format (Turtle ...), at most
+STATEMENT_BYTES = 80  # and at most one per this many bytes of the sink's chunk (--chunk-bytes)
 
 
 class _Progress:
@@ -635,8 +636,9 @@ def _rdf_chunk(job: _Job, lines, first, fmt):
 
 def _load_stream(job: _Job, start: int) -> None:
     """Statement formats (Turtle, TriG, N3, RDF/XML, JSON-LD), parsed as a
-    stream and written QUAD_BATCH quads at a time, each batch with its
-    checkpoint: the statements read so far, bad ones included. A re-run
+    stream and written in batches of QUAD_BATCH statements (fewer for a
+    small ``chunk_bytes``), each with its checkpoint: the statements read
+    so far, bad ones included. A re-run
     parses the file again from its start and passes over the ``start``
     statements before its checkpoint (their unlabelled nodes numbered as
     before, so those after get the same names; a sink that replays gets
@@ -646,6 +648,7 @@ def _load_stream(job: _Job, start: int) -> None:
     before: list[ox.Quad] = []  # statements of the earlier run, for a sink that replays them
     report, bar, sink = job.report, job.bar, job.sink
     limit, replays = sink.max_term_bytes, bool(start) and sink.replays
+    most = max(1, min(QUAD_BATCH, job.chunk_bytes // STATEMENT_BYTES))
     report.lines = start
     read = 0
 
@@ -665,7 +668,7 @@ def _load_stream(job: _Job, start: int) -> None:
             if read <= start:  # written by the earlier run
                 if replays and quad is not None and why is None:
                     before.append(quad)
-                if before and (len(before) >= QUAD_BATCH or read == start):
+                if before and (len(before) >= most or read == start):
                     sink.replay(before)
                     before.clear()
                     bar.update(raw_position(stream), report.triples, report.skipped)
@@ -676,7 +679,7 @@ def _load_stream(job: _Job, start: int) -> None:
                 bad.append((0, f"a statement about {str(quad.subject)[:60]}: {why}"))
             elif quad is not None:
                 batch.append(quad)
-            if len(batch) >= QUAD_BATCH or (bad and report.skipped + len(bad) > job.max_errors):
+            if read - report.lines >= most or (bad and report.skipped + len(bad) > job.max_errors):
                 flush()
                 bar.update(raw_position(stream), report.triples, report.skipped)
         if read > report.lines:

@@ -479,6 +479,39 @@ def _kill_mid_load(f: Path, store: Path, chunks_before_kill: int = 3) -> bool:
     return proc.returncode == -signal.SIGKILL and updates >= chunks_before_kill
 
 
+def test_a_killed_turtle_load_resumes_at_its_checkpoint(tmp_path, tog):
+    """A Turtle load killed (SIGKILL) after a few checkpoints resumes at the
+    last: the same triples and names as a load never stopped, the nodes the
+    file leaves unlabelled under the same names (Turtle had started over)."""
+    for attempt, size in enumerate((3000, 8000, 20000)):
+        f = tmp_path / f"gen{attempt}.ttl"
+        f.write_text(f"@prefix ex: <{EX}gen/> .\n" + "".join(
+            f'ex:e{i} ex:next ex:e{i + 1} ; ex:at [ ex:rank {i} ; ex:near ex:e{i % 7} ] .\n'
+            + (f'ex:e{i} <{RDFS_LABEL}> "Generated {i}" .\n' if i % 4 == 0 else "") for i in range(size)),
+            encoding="utf-8")
+        store = tmp_path / f"killed{attempt}"
+        if _kill_mid_load(f, store):
+            break
+    else:
+        pytest.fail("every load finished before it could be killed")
+    clean, (clean_report,) = load_into(tmp_path / "clean", f)
+    expected = content(clean)
+    close_graph(clean)
+    g = open_graph(store)
+    assert 0 < g.stats()["triples"] < clean_report.triples
+    close_graph(g)
+
+    result = tog("load", f, "--store", store)
+    assert result.exit_code == 0, result.output
+    m = re.search(r"resumed at statement ([\d,]+)", result.output)
+    assert m and 0 < int(m.group(1).replace(",", "")) < clean_report.triples, result.output
+    triples = int(re.search(r"([\d,]+) triples read", result.output).group(1).replace(",", ""))
+    assert triples == clean_report.triples
+    g = open_graph(store)
+    assert content(g) == expected
+    close_graph(g)
+
+
 def test_killed_load_resumes(tmp_path, tog):
     for attempt, size in enumerate((2500, 6000, 15000)):
         f = _generated(tmp_path / f"gen{attempt}.nt", size)
