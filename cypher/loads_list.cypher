@@ -4,4 +4,4 @@ CALL () { MATCH (l:TogLoad) RETURN l.source AS source UNION MATCH (p:TogLoadPart
 OPTIONAL MATCH (l:TogLoad {source: source})
 OPTIONAL MATCH (p:TogLoadPart {source: source})
 WITH source, l, collect(properties(p)) AS parts
-RETURN properties(l) AS checkpoint, parts ORDER BY coalesce(l.path, parts[0].path), source
+RETURN source, properties(l) AS checkpoint, parts ORDER BY coalesce(l.path, parts[0].path), source

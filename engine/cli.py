@@ -288,7 +288,7 @@ def _load_each(sink, files, fmt, delimiter, max_errors, name_predicates, name_la
              f"{report.names:,} names indexed{long_names} in {report.seconds:.1f}s "
              f"({report.rate:,.0f} triples/s{resumed})")
         if report.header:
-            echo(f"  line 1: a header ({report.header}), not a fact: skipped")
+            echo(f"  line {report.header_line}: a header ({report.header}), not a fact: skipped")
         for line, reason in report.bad:
             echo(f"  line {line}: {reason}" if line else f"  {reason}")
         if report.skipped > len(report.bad):

@@ -163,7 +163,7 @@ def parse_fact(kg: KnowledgeGraph, log: CorrectionLog, text: str, known_relation
     and for a fact that must exist (``existing``) to the entities it holds
     for (``log`` tells which facts hold). The object of a name predicate
     (``names``: the store's) is a name, quoted or not."""
-    parts = text.split("|")
+    parts = text.split("|", 2)  # (an object may hold a |: a name, a literal)
     if len(parts) != 3 or not all(p.strip() for p in parts):
         raise CorrectionError(f"{text!r} is not a fact; write it as SUBJECT|RELATION|OBJECT")
     subjects = _entities(kg, parts[0], "subject", made)
@@ -182,7 +182,10 @@ def parse_fact(kg: KnowledgeGraph, log: CorrectionLog, text: str, known_relation
     subject = _one(subjects, parts[0], "subject")
     if made and subject in made.values():  # a new entity has no relations yet: the name is the relation's
         known_relations = [*known_relations, *_relation_names(kg, parts[1])]
-    return subject, _relation(kg, parts[1], subject, known_relations, names), _one(objects, parts[2], "object")
+    relation, obj = _relation(kg, parts[1], subject, known_relations, names), _one(objects, parts[2], "object")
+    if relation in names and is_literal(obj) and not literal_term(obj).value.strip():
+        raise CorrectionError(f"{text!r}: a name cannot be empty")
+    return subject, relation, obj
 
 
 def _names_object(kg: KnowledgeGraph, text: str, subject: str, known: Sequence[str], names: Sequence[str]) -> bool:
@@ -214,8 +217,9 @@ def loads_finished(store: Store) -> None:
     writes the lines past its checkpoint again, and the store may already hold
     some of their facts: a correction (or a revert) that took one out would be
     undone, unseen. A load whose last checkpoint says complete (stopped while
-    it summarised), or one that stopped by itself at a checkpoint (past its
-    bad lines' limit), blocks nothing."""
+    it summarised), one that stopped by itself at a checkpoint (past its
+    bad lines' limit), and one whose file has changed or gone since (no
+    re-run can go on with it: a re-run is a new load) block nothing."""
     if store.sink is None:
         return
     left = [c for c in store.sink.loads() if not c.complete and not c.exact]
@@ -224,12 +228,15 @@ def loads_finished(store: Store) -> None:
     import shlex
 
     from engine.text import printable
-    from loaders.base import position
+    from loaders.base import position, resumable
 
     if store.unfinished_load is not None and store.unfinished_load() == "running":
         raise CorrectionError(f"a load into {store.name} is running: correct once it ends, since a resumed run of it "
                               "writes its later lines again and could undo the change; nothing was changed "
                               "(--despite-load changes it now)")
+    left = [c for c in left if resumable(c.path, c.source)]
+    if not left:
+        return
     c = left[0]
     path = printable(c.path) if c.path else "a file"
     more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
@@ -268,10 +275,23 @@ def correct(store: Store, remove: Sequence[str], add: Sequence[str], reason: str
     added = [parse_fact(kg, log, f, [r for _, r, _ in removed], made=made, names=names) for f in add]
     if set(removed) & set(added):
         raise CorrectionError("the same fact is removed and added")
+    too_long(store, added, add)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     c = Correction(id=f"c{stamp}-{secrets.token_hex(2)}", created=utc_now(), reason=reason.strip(), run=run,
                    removed=list(dict.fromkeys(removed)), added=list(dict.fromkeys(added)), named=named)
     return log.apply(c)
+
+
+def too_long(store: Store, facts: Sequence[Fact], texts: Sequence[str]) -> None:
+    """CorrectionError for a fact with an IRI or literal longer than the store
+    can keep (Neo4j indexes ids of at most 8,000 bytes; a load skips such a
+    statement as a bad line)."""
+    limit = store.sink.max_term_bytes if store.sink is not None else None
+    for (s, _, o), text in zip(facts, texts):
+        longest = max(len(s.encode("utf-8")), len(o.encode("utf-8")))
+        if limit and longest > limit:
+            raise CorrectionError(f"{text[:60]!r}...: a term of {longest:,} bytes; {store.name} keeps at most "
+                                  f"{limit:,}; nothing was changed")
 
 
 def taken_out_again(store: Store) -> list[tuple[Fact, str]]:
@@ -374,7 +394,7 @@ def read_patch(path) -> tuple[list[str], list[str], list[str]]:
     added: list[str] = []
     new: list[str] = []
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # (a byte-order mark, as editors on Windows write, goes)
     except (OSError, UnicodeDecodeError) as e:
         raise CorrectionError(f"cannot read the patch file {path}: {getattr(e, 'strerror', None) or e}") from None
     for n, line in enumerate(text.splitlines(), start=1):

@@ -105,6 +105,7 @@ class LoadCheckpoint:
     names: int = 0
     complete: bool = False
     exact: bool = False
+    source: str = ""  # the source's id (``loaders.base.source_id``), where ``BulkSink.loads`` tells it
 
     def to_dict(self) -> dict:
         return {"path": self.path, "lines": self.lines, "triples": self.triples, "skipped": self.skipped,
@@ -115,7 +116,7 @@ class LoadCheckpoint:
         d = d or {}
         return cls(str(d.get("path") or ""), int(d.get("lines") or 0), int(d.get("triples") or 0),
                    int(d.get("skipped") or 0), int(d.get("names") or 0), bool(d.get("complete")),
-                   bool(d.get("exact")))
+                   bool(d.get("exact")), str(d.get("source") or ""))
 
 
 class ByteStream(Protocol):
@@ -175,10 +176,12 @@ class BulkSink(Protocol):
         one is a bad line."""
         ...
 
-    def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False) -> LoadCheckpoint:
+    def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False,
+               languages: Sequence[str] = ()) -> LoadCheckpoint:
         """Start (or resume) loading ``source``: remember the name
-        predicates, forget an earlier load of it when ``force``, and return
-        its checkpoint."""
+        predicates (and the languages of the names it indexes, for a store
+        whose corrections need them), forget an earlier load of it when
+        ``force``, and return its checkpoint."""
         ...
 
     def started(self, source: str, checkpoint: LoadCheckpoint) -> None:
@@ -351,12 +354,15 @@ class Store:
         out = dict(self.kg.stats())
         out["relations"] = len(self.kg.relation_counts())
         if self.sink is not None:
-            from loaders.base import position
+            from loaders.base import position, resumable
 
             out["name predicates"] = list(self.sink.name_predicates)
             out["loads"] = [f"{c.path}: {c.triples:,} triples read, {c.names:,} names, {c.skipped:,} lines skipped, "
                             + ("complete" if c.complete
-                               else f"stopped after {position(c.path, c.lines)} (a re-run resumes)")
+                               else f"stopped after {position(c.path, c.lines)} (a re-run resumes)"
+                               if resumable(c.path, c.source)
+                               else f"stopped after {position(c.path, c.lines)} (the file has changed or gone since: "
+                                    "a load of it now is a new one)")
                             for c in self.sink.loads()]
         if self.corrections is not None:
             kinds = {"active": 0, "reverted": 0, "no-op": 0}

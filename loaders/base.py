@@ -43,6 +43,7 @@ class LoadReport:
     names: int = 0
     unindexed: int = 0  # names too long to index for linking (kept as names, not linked)
     header: str | None = None  # the column names of a delimited file's first line, skipped as a header
+    header_line: int = 0  # (its line: after blank and comment lines)
     bad: list[tuple[int, str]] = field(default_factory=list)
     seconds: float = 0.0
     resumed_from: int = 0
@@ -131,6 +132,18 @@ def position(path: str | Path, lines: int, fmt: str | None = None) -> str:
         except LoadError:
             fmt = None
     return f"{'statement' if fmt in STATEMENT_FORMATS else 'line'} {lines:,}"
+
+
+def resumable(path: str, source: str) -> bool:
+    """Whether a load recorded as ``source`` of ``path`` can still be run
+    again: the file is there, unchanged (a record that does not say its
+    source is taken to be)."""
+    if not source:
+        return True
+    try:
+        return Path(path).is_file() and source_id(Path(path)) == source
+    except OSError:
+        return False
 
 
 def source_id(path: Path) -> str:

@@ -124,7 +124,7 @@ def load_file(
             raise LoadError(f"--name-predicate {p!r} is not an IRI: {e}") from None
     report = LoadReport(source=str(path), format=fmt)
     sid = source_id(path)
-    done = sink.resume(sid, name_predicates, force=force)
+    done = sink.resume(sid, name_predicates, force=force, languages=name_langs)
     if done.complete:
         report.already_complete = True
         report.triples, report.lines, report.skipped, report.names = done.triples, done.lines, done.skipped, done.names
@@ -418,8 +418,8 @@ def _load_lines(job: _Job, start_line: int) -> None:
     delimiter = (job.delimiter or triples.file_delimiter(path, fmt)) if delimited else None
 
     def converter() -> triples.Converter | None:
-        def header(names: str) -> None:
-            report.header = names
+        def header(line: int, names: str) -> None:
+            report.header, report.header_line = names, line
 
         return triples.Converter(fmt, delimiter, job.sink.max_term_bytes, job.predicates, header) if delimited \
             else None

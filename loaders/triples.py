@@ -8,6 +8,7 @@ same node and loading a file twice adds nothing.
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Callable, Mapping
 from urllib.parse import quote
 
@@ -60,26 +61,31 @@ def file_delimiter(path, fmt: str) -> str:
 
 
 # The column names of a first line that is a header, compared as letters and
-# digits only, case folded: a CSV export's ``subject,predicate,object``,
-# ``head\trelation\ttail``, an edge list's ``source,relation,target``, Neo4j's
-# ``:START_ID,:TYPE,:END_ID``. All three must come from one of these, in order
-# (single letters only all three: ``s p o``, ``h r t``).
-_RELATION_COLUMN = {"predicate", "pred", "relation", "rel", "relationship", "relationtype", "property", "type"}
+# digits only, case folded, a Neo4j type in parentheses dropped: a CSV
+# export's ``subject,predicate,object``, ``head\trelation\ttail``, an edge
+# list's ``source,relation,target``, Neo4j's ``:START_ID(Entity),:TYPE,:END_ID``
+# (tog export-neo4j's edges.csv). All three must come from one of these, in
+# order (Neo4j's in any order; single letters only all three: ``s p o``).
+_RELATION_COLUMN = {"predicate", "pred", "relation", "rel", "relationship", "relationtype", "property", "type",
+                    "relationid", "predicateid", "predicateuri", "relationuri", "relationname"}
 HEADER_COLUMNS = (
-    ({"subject", "subj", "sub", "subjectid", "subjectlabel"}, _RELATION_COLUMN, {"object", "obj", "objectid",
-                                                                                  "objectlabel", "value"}),
-    ({"head", "headentity", "headid"}, _RELATION_COLUMN, {"tail", "tailentity", "tailid"}),
-    ({"source", "src", "from", "startid", "node1", "entity1", "id1"}, _RELATION_COLUMN,
-     {"target", "tgt", "to", "endid", "node2", "entity2", "id2"}),
+    ({"subject", "subj", "sub", "subjectid", "subjectlabel", "subjecturi", "subjectname"}, _RELATION_COLUMN,
+     {"object", "obj", "objectid", "objectlabel", "objecturi", "objectname", "value"}),
+    ({"head", "headentity", "headid", "headname"}, _RELATION_COLUMN, {"tail", "tailentity", "tailid", "tailname"}),
+    ({"source", "src", "from", "sourceid", "fromid", "node1", "entity1", "id1", "e1", "arg1"}, _RELATION_COLUMN,
+     {"target", "tgt", "dst", "to", "targetid", "toid", "node2", "entity2", "id2", "e2", "arg2"}),
     ({"s"}, {"p"}, {"o"}),
     ({"h"}, {"r"}, {"t"}),
 )
+_NEO4J_COLUMNS = {"startid", "type", "endid"}  # (its importer takes them in any order)
+_COLUMN_TYPE = re.compile(r"\([^()]*\)$")
 
 
 def is_header(fields: list[str]) -> bool:
     """Whether a first line's three fields name the columns (``HEADER_COLUMNS``)."""
-    words = ["".join(c for c in f.casefold() if c.isalnum()) for f in fields]
-    return any(all(w in names for w, names in zip(words, family)) for family in HEADER_COLUMNS)
+    words = ["".join(c for c in _COLUMN_TYPE.sub("", f.strip()).casefold() if c.isalnum()) for f in fields]
+    return set(words) == _NEO4J_COLUMNS or any(all(w in names for w, names in zip(words, family))
+                                               for family in HEADER_COLUMNS)
 
 
 SEEN_MAX = 2_000_000  # node texts a load remembers as already named (then it starts over)
@@ -94,14 +100,15 @@ class Converter:
 
     def __init__(self, fmt: str, delimiter: str | None, max_term_bytes: int | None = None,
                  name_predicates: Mapping[str, int] | None = None,
-                 on_header: Callable[[str], None] | None = None) -> None:
+                 on_header: Callable[[int, str], None] | None = None) -> None:
         self.fmt = fmt
         # the rank of the names it writes (rdfs:label, untagged), or -1 when the store does not take them as names
         place = (name_predicates or {RDFS_LABEL: 0}).get(RDFS_LABEL)
         self.label_rank = -1 if place is None else name_rank(None, place)
         self.max_iri = max_term_bytes or 0  # IRIs are ASCII: characters are bytes
         self.delim = delimiter or ("\t" if fmt == "tsv" else "," if fmt == "csv" else "|")
-        self.on_header = on_header  # told the column names of a first line that is a header (skipped)
+        self.on_header = on_header  # told the line and column names of a first line that is a header (skipped)
+        self.header_due: bool | None = None  # whether the next line of data is the file's first (set by the first call)
         self.iris: dict[str, str] = {}  # node text -> IRI, for the texts named in this load
         self.relations: dict[str, str] = {}
 
@@ -111,6 +118,8 @@ class Converter:
         data (one per good line, one per name label), and (line number,
         reason) of each bad line."""
         delim, csv_format = self.delim, self.fmt == "csv"
+        if self.header_due is None:
+            self.header_due = first == 1  # (a converter that starts past the file's start looks for none)
         iris, relations = self.iris, self.relations
         if len(iris) > SEEN_MAX:
             iris.clear()  # memory stays bounded; names met again are written again (adding nothing)
@@ -155,10 +164,12 @@ class Converter:
                 if not text.isspace():  # (a blank line is skipped)
                     bad.append((first + offset, f"expected 3 fields separated by {delim!r}, found {len(fields)}"))
                 continue
-            if first + offset == 1 and is_header(fields):
-                if self.on_header is not None:
-                    self.on_header(", ".join(f.strip() for f in fields))
-                continue
+            if self.header_due:  # the file's first line of data (after blank and comment lines)
+                self.header_due = False
+                if is_header(fields):
+                    if self.on_header is not None:
+                        self.on_header(first + offset, ", ".join(f.strip() for f in fields))
+                    continue
             head, rel, tail = fields[0].strip(), fields[1].strip(), fields[2].strip()
             if not (head and rel and tail):
                 if not text.isspace():

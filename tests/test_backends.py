@@ -366,6 +366,26 @@ def _fact(i: int, who: str = "s") -> tuple[str, str, str]:
     return iri(f"{who}{i}"), iri(f"r{i % 7}"), iri(f"o{i % 50}")
 
 
+def test_a_stopped_load_whose_file_changed_since_blocks_no_correction(store_spec, tmp_path, monkeypatch, tog):
+    """A stopped load of a file that has changed since cannot be run again
+    (a load of the new file is a new load: the old record stays unfinished),
+    so it blocks no correction; `tog info` says so. It had blocked every
+    correction for good, naming a command that said "already loaded"."""
+    path = write_nt(tmp_path / "many.nt", _lines(400))
+    s = open_spec(store_spec, create=True)
+    _killed_at_third_commit(s.need_sink(), path, monkeypatch)
+    s.close()
+    fact = "|".join(f"<{x}>" for x in _fact(0))
+    said = tog("correct", "--remove", fact, "--reason", "r", "--store", store_spec)
+    assert said.exit_code == 1 and "stopped at line" in said.output, said.output
+    path.write_text(path.read_text(encoding="utf-8") + "\n".join(_lines(5, 400)) + "\n", encoding="utf-8")
+    assert tog("load", path, "--store", store_spec, "--no-progress").exit_code == 0
+    info = tog("info", "--store", store_spec)
+    assert "the file has changed or gone since" in info.output, info.output
+    done = tog("correct", "--remove", fact, "--reason", "r", "--store", store_spec)
+    assert done.exit_code == 0, done.output
+
+
 def test_a_correction_is_refused_while_a_load_that_stopped_is_unfinished(store_spec, tmp_path, monkeypatch, tog):
     """A stopped load's re-run writes its lines past the checkpoint again, and
     the store may hold some of their facts already: a correction that took one

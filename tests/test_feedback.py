@@ -214,6 +214,48 @@ def test_an_interrupted_correction_is_finished_on_the_next_access(tmp_path, tog)
     kg.close()
 
 
+def test_names_a_correction_changes_rank_link_and_read_alike_on_both_stores(store_spec, tog, tmp_path):
+    """A made entity's label outranks a later alias; a name the load did not
+    index (another language) does not keep a key that a removal takes out;
+    a loaded name another spelling displaced can still be taken out; an
+    empty name is refused; a name may hold a |; a patch file may start with
+    a byte-order mark."""
+    from conftest import write_nt
+
+    ex, label = "http://example.org/", "http://www.w3.org/2000/01/rdf-schema#label"
+    lines = [f'<{ex}p> <{label}> "Paris" .', f'<{ex}p> <{label}> "Paris"@fr .', f'<{ex}h> <{label}> "Anne" .',
+             f"<{ex}p> <{ex}mayor> <{ex}h> .", f'<{ex}a> <{label}> "Alpha" .', f"<{ex}a> <{ex}near> <{ex}p> ."]
+    store = store_spec
+    assert tog("load", write_nt(tmp_path / "kg.nt", lines), "--store", store, "--no-progress").exit_code == 0
+
+    def linked(name: str) -> list[str]:
+        found = tog("entity", name, "--store", store)
+        return re.findall(r"<(\S+)>", found.output.splitlines()[0]) if found.exit_code == 0 else []
+
+    def shown(iri: str) -> str:
+        return tog("entity", iri, "--store", store).output.splitlines()[0].split("  <")[0]
+
+    def correct(*args: str) -> str:
+        done = tog("correct", *args, "--reason", "r", "--store", store)
+        assert done.exit_code == 0, done.output
+        return re.search(r"correction (\S+):", done.output).group(1)
+
+    correct("--new", "Omega X", "--add", "Omega X|mayor|Anne", "--add", "Omega X|altLabel|OX")
+    assert shown("urn:tog:e:Omega%20X") == "Omega X" and linked("OX") == ["urn:tog:e:Omega%20X"]
+    correct("--remove", "Paris|label|Paris")  # "Paris"@fr stays, but loads index English and untagged names
+    assert linked("Paris") == []
+    correct("--add", f"<{ex}a>|label|ALPHA")  # shown: "ALPHA" sorts before "Alpha"
+    assert shown(f"{ex}a") == "ALPHA"
+    correct("--remove", f"<{ex}a>|label|Alpha")
+    assert shown(f"{ex}a") == "ALPHA" and linked("alpha") == [f"{ex}a"]
+    empty = tog("correct", "--add", f'<{ex}a>|label|""', "--reason", "r", "--store", store)
+    assert empty.exit_code == 1 and "a name cannot be empty" in empty.output
+    patch = tmp_path / "p.patch"
+    patch.write_text("\ufeff+ Anne|label|A|B\n", encoding="utf-8")
+    assert tog("correct", "--file", patch, "--reason", "r", "--store", store).exit_code == 0
+    assert linked("A|B") == [f"{ex}h"]
+
+
 def test_an_interrupted_rename_is_finished_with_its_linking_keys(tmp_path, tog):
     """A rename recorded but not applied (a crash after the record) is
     finished on the next access, linking keys and all."""

@@ -701,20 +701,25 @@ def test_a_byte_order_mark_is_not_read_as_the_first_statement(tmp_path, suffix, 
 
 
 @pytest.mark.parametrize(("name", "first"), [("h.csv", "Subject,Predicate,Object"), ("h.tsv", "head\trelation\ttail"),
-                                             ("h.txt", ":START_ID|:TYPE|:END_ID"), ("h.csv", "s,p,o")])
+                                             ("h.txt", ":START_ID|:TYPE|:END_ID"), ("h.csv", "s,p,o"),
+                                             ("h.csv", ":START_ID(Entity),:TYPE,:END_ID(Entity)"),
+                                             ("h.csv", ":START_ID,:END_ID,:TYPE"), ("h.csv", "src,rel,dst"),
+                                             ("h.tsv", "# exported\n\nsource_id\trelation\ttarget_id")])
 def test_a_header_row_is_skipped_not_loaded_as_a_fact(tmp_path, name, first, tog):
     """A delimited file's first line of column names was loaded as a fact
     (an entity "subject" with a relation "predicate"); it is now skipped and
-    said so (not a bad line: --max-errors 0 loads the file), and a first
-    line of data stays a fact."""
+    said so (not a bad line: --max-errors 0 loads the file), after comment
+    and blank lines too, and a first line of data stays a fact."""
     sep = "," if name.endswith(".csv") else "\t" if name.endswith(".tsv") else "|"
     f = tmp_path / name
     f.write_text(f"{first}\nAlice{sep}knows{sep}Bob\n", encoding="utf-8")
+    columns = ", ".join(first.splitlines()[-1].split(sep))
     g, (report,) = load_into(tmp_path / "store", f, max_errors=0)
-    assert (report.triples, report.skipped, report.header) == (1 + 2, 0, ", ".join(first.split(sep)))
-    assert g.kg.search_entities(["subject", "head", "start id", "s"]) == {}
+    assert (report.triples, report.skipped, report.header) == (1 + 2, 0, columns)
+    assert g.kg.search_entities(["subject", "head", "start id", "s", "src", "source id"]) == {}
     said = tog("load", f, "--store", tmp_path / "store2", "--no-progress")
-    assert said.exit_code == 0 and f"line 1: a header ({', '.join(first.split(sep))}), not a fact" in said.output
+    line = len(first.splitlines())
+    assert said.exit_code == 0 and f"line {line}: a header ({columns}), not a fact" in said.output, said.output
     for line in ("Source|cites|Target", "S|knows|O", "Start|edge|End", "Subject|type|Thing"):  # data that looks alike
         data = tmp_path / f"data{f.suffix}"
         data.write_text(line.replace("|", sep) + "\n", encoding="utf-8")

@@ -15,7 +15,7 @@ from engine.backends.common import name_rank, sample_hash
 from engine.backends.neo4j.kg import refresh_summaries
 from engine.backends.neo4j.session import Neo4jSession
 from engine.backends.neo4j.sink import SOLE_LOAD, WRITER_KEYS, literal_parts
-from engine.graph import Correction, Fact, is_literal, linking_keys, literal_term, name_keys, stored_fact
+from engine.graph import RDFS_LABEL, Correction, Fact, is_literal, linking_keys, literal_term, name_keys, stored_fact
 from engine.queries import cypher, cypher_name, render_cypher
 
 
@@ -42,16 +42,17 @@ class Neo4jCorrections:
 
     def _has_name(self, s: str, r: str, o: str) -> bool:
         """A name fact holds when a correction put it in (its edge), when it
-        is the shown name, or when a load made its key, unless it is another
-        spelling of the shown name: that one is held as it is shown (as on
-        the embedded store, which holds every name as written)."""
+        is the shown name (or the loaded one a correction's displaced), or
+        when a load made its key, unless it is another spelling of the shown
+        name: that one is held as it is shown (as on the embedded store,
+        which holds every name as written)."""
         name = literal_term(o).value
         key = name_keys([name])[0]
         rows = self.session.run_text(render_cypher("name_held", type=cypher_name(r)), s=s, o=o, name=name, key=key)
         if not rows:
             return False
         shown = rows[0]["shown"]
-        if rows[0]["edge"] or shown == name:
+        if rows[0]["edge"] or name in (shown, rows[0]["before"]):
             return True
         return bool(rows[0]["loaded"]) and (shown is None or name_keys([shown])[0] != key)
 
@@ -105,6 +106,11 @@ class Neo4jCorrections:
     def _rank(self, relation: str, lang: str | None) -> int:
         return name_rank(lang, self.session.name_predicates.index(relation))
 
+    def _unranked(self) -> int:
+        """The rank of a shown name that has none (an entity an older tog's
+        correction made): an untagged label's, as ``--new`` gives it."""
+        return self._rank(RDFS_LABEL, None) if RDFS_LABEL in self.session.name_predicates else 0
+
     def _names(self, tx, entity: str) -> tuple[dict, list[tuple[int, str]]]:
         """``names_of``'s row, and the (rank, text) of each name edge."""
         predicates = self.session.name_predicates
@@ -122,10 +128,11 @@ class Neo4jCorrections:
             tx.run(cypher("load_name_keys"), rows=keys, source=source).consume()
         row, edges = self._names(tx, entity)
         rank, shown, before = self._rank(relation, name.language), row["shown"], (row["before"], row["before_rank"])
-        if shown is not None and row["rank"] is not None and (row["rank"], shown) <= (rank, name.value):
+        shown_rank = row["rank"] if row["rank"] is not None else self._unranked()
+        if shown is not None and (shown_rank, shown) <= (rank, name.value):
             return
         if shown is not None and before[0] is None and shown not in {v for _, v in edges}:
-            before = (shown, row["rank"])
+            before = (shown, shown_rank)
         tx.run(cypher("name_set"), s=entity, name=name.value, rank=rank, before=before[0], before_rank=before[1],
                keys=[]).consume()
 
@@ -147,11 +154,13 @@ class Neo4jCorrections:
         tx.run(cypher("name_set"), s=entity, name=shown, rank=rank, before=before[0], before_rank=before[1],
                keys=gone).consume()
 
-    @staticmethod
-    def _name(tx, c: Correction, on: bool) -> None:
-        """The entities ``c`` made: made and named with their linking keys, or taken out again."""
-        for (e, name), key in zip(c.named, name_keys([n for _, n in c.named])):
-            tx.run(cypher("entity_named" if on else "entity_unnamed"), id=e, name=name, key=key,
+    def _name(self, tx, c: Correction, on: bool) -> None:
+        """The entities ``c`` made: made and named (as by an ``rdfs:label``)
+        with their linking keys, or taken out again."""
+        keys = dict(linking_keys(c.named))  # (none for a name longer than anyone types)
+        rank = self._unranked()
+        for e, name in c.named:
+            tx.run(cypher("entity_named" if on else "entity_unnamed"), id=e, name=name, key=keys.get(e), rank=rank,
                    source=f"correction:{c.id}", sk=sample_hash(e)).consume()
 
     @staticmethod

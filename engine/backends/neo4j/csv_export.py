@@ -96,7 +96,8 @@ class Neo4jCsvExport(PendingWrites):
     def name_predicates(self) -> tuple[str, ...]:
         return tuple(self._predicates) or DEFAULT_NAME_PREDICATES
 
-    def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False) -> LoadCheckpoint:
+    def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False,
+               languages: Sequence[str] = ()) -> LoadCheckpoint:
         self._predicates = list(dict.fromkeys([*self._predicates, *name_predicates]))
         if force:
             self._loads.pop(source, None)

@@ -251,7 +251,8 @@ class Neo4jSink(PendingWrites):
         self._gate = _Gate()  # the writers' transactions, side by side or one alone
         self.tx_memory = 0  # a load's transaction budget (``load_budget``); halved when the server refuses one
 
-    def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False) -> LoadCheckpoint:
+    def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False,
+               languages: Sequence[str] = ()) -> LoadCheckpoint:
         self.session.add_name_predicates(name_predicates)
         self._source = source
         if force:
@@ -273,7 +274,8 @@ class Neo4jSink(PendingWrites):
         return done
 
     def loads(self) -> list[LoadCheckpoint]:
-        return [LoadCheckpoint.from_dict(_joined(r["checkpoint"], r["parts"])) for r in self.session.run("loads_list")]
+        return [LoadCheckpoint.from_dict({**_joined(r["checkpoint"], r["parts"]), "source": r["source"]})
+                for r in self.session.run("loads_list")]
 
     @property
     def name_predicates(self) -> tuple[str, ...]:

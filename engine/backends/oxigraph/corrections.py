@@ -34,6 +34,12 @@ def _name_quads(c: Correction) -> list[ox.Quad]:
     return [ox.Quad(ox.NamedNode(e), label, ox.Literal(n), ox.DefaultGraph()) for e, n in c.named]
 
 
+def _indexed(name: ox.Literal, languages: Sequence[str]) -> bool:
+    """Whether a load indexes ``name`` for linking (``loaders.rdf.wanted_lang``)."""
+    lang = (name.language or "").lower()
+    return any(lang == w or (w and lang.startswith(w + "-")) for w in languages)
+
+
 def _step_id(c: Correction, undo: bool) -> str:
     return f"{c.id}:{'revert' if undo else 'apply'}"
 
@@ -90,7 +96,7 @@ class OxigraphCorrections:
         self._change(remove, add, counted)
         if undo:
             self._name(c, False)
-        self._relink(c, [*remove, *add])
+        self._relink(c, [*remove, *add], undo)
 
     def _changes(self, gone: Sequence[ox.Quad], come: Sequence[ox.Quad]) -> list[tuple[str, str, str | None, int]]:
         """(subject, relation, object or None for a literal, +1 or -1) for each
@@ -137,24 +143,31 @@ class OxigraphCorrections:
         # a load may have named the same IRI since (a bare name gets a delimited load's IRI): read it again
         OxigraphKG(self.db).reshow(e for e, _ in c.named)
 
-    def _relink(self, c: Correction, facts: Sequence[Fact]) -> None:
+    def _relink(self, c: Correction, facts: Sequence[Fact], undo: bool) -> None:
         """The linking keys of the names ``c`` touches (its name facts, its
         new entities' names) follow the KG as it is now: a key is in the
-        index while its entity has a name of that key (any name predicate,
-        any language), and in no source (a load's neither) once it has none.
-        Read from the KG, so a step finished twice is the same."""
+        index while its entity has a name of that key that is linked (one in
+        a language loads index, or one a correction put in, in any), and in
+        no source (a load's neither) once it has none. Read from the KG and
+        the records, so a step finished twice is the same."""
         predicates = set(self.db.name_predicates)
         touched = [(s, literal_term(o).value) for s, r, o in facts if r in predicates and is_literal(o)]
         rows = list(dict.fromkeys(linking_keys([*touched, *c.named])))
         if not rows:
             return
-        held = set(linking_keys([(e, n) for e in dict.fromkeys(e for e, _ in rows) for n in self._names(e)]))
+        others = [x for x in self._records() if x.status == "active" and x.id != c.id]
+        put = {(s, literal_term(o).value) for x in [*others, *([] if undo else [c])]
+               for s, r, o in x.added if r in predicates and is_literal(o)}
+        langs = self.db.name_languages
+        linked = [(e, n.value) for e in dict.fromkeys(e for e, _ in rows) for n in self._names(e)
+                  if _indexed(n, langs) or (e, n.value) in put]
+        held = set(linking_keys(linked))
         self.db.index.relink([r for r in rows if r in held], [r for r in rows if r not in held], f"correction:{c.id}")
 
-    def _names(self, entity: str) -> list[str]:
+    def _names(self, entity: str) -> list[ox.Literal]:
         """Every name ``entity`` has in the KG (its own few rows: read by subject and predicate)."""
         node, store = ox.NamedNode(entity), self.db.store
-        return [q.object.value for p in self.db.name_predicates
+        return [q.object for p in self.db.name_predicates
                 for q in store.quads_for_pattern(node, ox.NamedNode(p), None, ox.DefaultGraph())
                 if isinstance(q.object, ox.Literal)]
 

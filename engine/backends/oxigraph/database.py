@@ -203,6 +203,18 @@ class Database:
         self.index.set("name_predicates", merged)
         self._name_predicates = None
 
+    @property
+    def name_languages(self) -> tuple[str, ...]:
+        """The languages of the names loads indexed for linking (``--name-lang``;
+        a store whose loads did not say: the default, English and untagged)."""
+        return tuple(self.index.get("name_languages", [])) or ("en", "")
+
+    def add_name_languages(self, languages: Sequence[str]) -> None:
+        before = self.index.get("name_languages", [])
+        merged = list(dict.fromkeys([*before, *languages]))
+        if merged != before:
+            self.index.set("name_languages", merged)
+
     def close(self) -> None:
         try:
             self.flush()

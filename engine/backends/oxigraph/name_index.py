@@ -228,8 +228,8 @@ class NameIndex:
 
     def checkpoints(self) -> list[dict]:
         """Every source's checkpoint, by path."""
-        rows = self.db.execute(f"SELECT {self._loads_columns} FROM loads ORDER BY path, source")
-        return [_checkpoint(r) for r in rows]
+        rows = self.db.execute(f"SELECT {self._loads_columns}, source FROM loads ORDER BY path, source")
+        return [{**_checkpoint(r), "source": r[-1]} for r in rows]
 
     def set_checkpoint(self, source: str, *, path: str, lines: int, triples: int, skipped: int,
                        names: int = 0, complete: bool = False, exact: bool = False) -> None:

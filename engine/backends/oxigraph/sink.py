@@ -41,8 +41,10 @@ class OxigraphSink:
         self.began = False
         self.native = OxigraphNativeLoader(self)
 
-    def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False) -> LoadCheckpoint:
+    def resume(self, source: str, name_predicates: Sequence[str], *, force: bool = False,
+               languages: Sequence[str] = ()) -> LoadCheckpoint:
         self.db.add_name_predicates(name_predicates)
+        self.db.add_name_languages(languages)
         if force:
             self.db.index.forget(source)
         return LoadCheckpoint.from_dict(self.db.index.checkpoint(source))
