@@ -149,7 +149,8 @@ class Neo4jCorrections:
         gone = [k for _, k in linking_keys([(entity, text)]) if k not in kept]
         shown, rank = row["shown"], row["rank"]
         if shown == text:
-            choices = sorted([*edges, *([(before[1] if before[1] is not None else 0, before[0])] if before[0] else [])])
+            aside = [(before[1] if before[1] is not None else self._unranked(), before[0])] if before[0] else []
+            choices = sorted([*edges, *aside])
             rank, shown = choices[0] if choices else (None, None)
         tx.run(cypher("name_set"), s=entity, name=shown, rank=rank, before=before[0], before_rank=before[1],
                keys=gone).consume()

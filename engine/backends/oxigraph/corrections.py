@@ -34,12 +34,6 @@ def _name_quads(c: Correction) -> list[ox.Quad]:
     return [ox.Quad(ox.NamedNode(e), label, ox.Literal(n), ox.DefaultGraph()) for e, n in c.named]
 
 
-def _indexed(name: ox.Literal, languages: Sequence[str]) -> bool:
-    """Whether a load indexes ``name`` for linking (``loaders.rdf.wanted_lang``)."""
-    lang = (name.language or "").lower()
-    return any(lang == w or (w and lang.startswith(w + "-")) for w in languages)
-
-
 def _step_id(c: Correction, undo: bool) -> str:
     return f"{c.id}:{'revert' if undo else 'apply'}"
 
@@ -158,9 +152,11 @@ class OxigraphCorrections:
         others = [x for x in self._records() if x.status == "active" and x.id != c.id]
         put = {(s, literal_term(o).value) for x in [*others, *([] if undo else [c])]
                for s, r, o in x.added if r in predicates and is_literal(o)}
+        from loaders.rdf import wanted_lang  # (what a load indexes)
+
         langs = self.db.name_languages
         linked = [(e, n.value) for e in dict.fromkeys(e for e, _ in rows) for n in self._names(e)
-                  if _indexed(n, langs) or (e, n.value) in put]
+                  if wanted_lang(n, langs) or (e, n.value) in put]
         held = set(linking_keys(linked))
         self.db.index.relink([r for r in rows if r in held], [r for r in rows if r not in held], f"correction:{c.id}")
 
